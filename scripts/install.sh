@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what headroom needs on a fresh Debian 12 machine (idempotent: installed packages are skipped) and
+# configures the release build in build/. CUDA is optional: the CUDA backend is built where nvcc and cuBLAS are found.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(meson ninja-build g++ pkg-config
+  libdnnl-dev          # oneDNN: the CPU backend's matmul, softmax, layer norm, eltwise
+  libyaml-cpp-dev      # model/training configs
+  doctest-dev          # tests
+  nlohmann-json3-dev   # JSON datasets, safetensors headers, metrics.jsonl
+  libcli11-dev         # the headroom command line
+  libutf8proc-dev      # Unicode normalisation and categories for the BERT tokenizer
+  libcairo2-dev)       # PNG plots and attention maps
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+# nvcc is not on PATH by default on Debian-style CUDA installs
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+
+if [ ! -f build/build.ninja ]; then
+  meson setup build --buildtype=release
+fi
+meson compile -C build
