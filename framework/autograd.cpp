@@ -1,0 +1,91 @@
+#include "framework/autograd.h"
+
+#include "framework/error.h"
+#include "framework/ops.h"
+
+namespace hr {
+
+namespace {
+thread_local bool t_grad_enabled = true;
+}
+
+Tape& Tape::current() {
+  thread_local Tape tape;
+  return tape;
+}
+
+void Tape::record(const char* op, Tensor& output, BackwardFn fn) {
+  TensorImpl* impl = output.impl();
+  impl->requires_grad = true;
+  impl->is_leaf = false;
+  impl->tape_generation = generation_;
+  impl->tape_index = static_cast<int64_t>(nodes_.size());
+  nodes_.push_back(TapeNode{op, output.impl_ptr(), std::move(fn)});
+}
+
+void Tape::clear() {
+  // Destroy nodes back to front: later nodes hold references to earlier outputs, never the reverse.
+  while (!nodes_.empty()) nodes_.pop_back();
+  ++generation_;
+}
+
+bool grad_enabled() { return t_grad_enabled; }
+
+NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
+
+bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!t_grad_enabled) return false;
+  for (const Tensor* t : inputs)
+    if (t && t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+void accumulate_grad(const Tensor& t, const Tensor& g) {
+  TensorImpl* impl = t.impl();
+  HR_CHECK(g.shape() == impl->shape, "internal: gradient of shape " + shape_str(g.shape()) + " for a tensor of shape " +
+                                         shape_str(impl->shape));
+  if (!impl->grad.defined()) {
+    impl->grad = g.detach();
+    return;
+  }
+  // Out of place: the existing buffer may be shared with another tensor's gradient (a view or an adopted input).
+  NoGradGuard no_grad;
+  impl->grad = add(impl->grad, g);
+}
+
+void backward(const Tensor& root, const Tensor& seed) {
+  HR_CHECK(root.defined(), "backward() called on an undefined tensor");
+  HR_CHECK(root.requires_grad(),
+           "backward() called on a tensor that does not require grad (no parameter or requires_grad input reached it, "
+           "or it was computed under NoGradGuard)");
+  Tape& tape = Tape::current();
+  TensorImpl* r = root.impl();
+  if (!r->is_leaf && r->tape_generation != tape.generation())
+    throw Error("backward() called twice on the same graph (or after the tape was cleared): the tape is freed after "
+                "backward; run the forward pass again");
+  if (seed.defined()) {
+    HR_CHECK(seed.shape() == root.shape(), "backward(): seed gradient of shape " + shape_str(seed.shape()) +
+                                               " for a root of shape " + shape_str(root.shape()));
+    accumulate_grad(root, seed);
+  } else {
+    HR_CHECK(root.numel() == 1, "backward() on a non-scalar tensor of shape " + shape_str(root.shape()) +
+                                    " needs a seed gradient of the same shape");
+    accumulate_grad(root, Tensor::full(root.shape(), 1.f, root.device()));
+  }
+  if (r->is_leaf) return;
+
+  NoGradGuard no_grad;  // backward rules are not themselves recorded
+  auto& nodes = tape.nodes();
+  for (int64_t i = r->tape_index; i >= 0; --i) {
+    TapeNode& node = nodes[static_cast<size_t>(i)];
+    TensorImpl* out = node.output.get();
+    if (!out->grad.defined()) continue;
+    Tensor g = out->grad;
+    out->grad = Tensor();  // an intermediate's gradient is not kept
+    node.backward(g);
+  }
+  tape.clear();
+}
+
+}  // namespace hr

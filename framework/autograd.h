@@ -1,0 +1,59 @@
+// Reverse-mode autodiff on an explicit tape (as DyNet and Marian do). Every op called while grad mode is on and some
+// input requires grad appends one node {name, output, backward closure}. backward(loss) walks the tape in reverse with
+// no recursion, skips nodes whose output got no gradient, accumulates input gradients, then clears the tape (which
+// frees the saved activations). Parameter gradients persist until zero_grad(), so accumulation over micro-batches is free.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "framework/tensor.h"
+
+namespace hr {
+
+using BackwardFn = std::function<void(const Tensor& grad_out)>;
+
+struct TapeNode {
+  const char* op;
+  std::shared_ptr<TensorImpl> output;
+  BackwardFn backward;
+};
+
+class Tape {
+ public:
+  static Tape& current();  // one tape per thread
+  void record(const char* op, Tensor& output, BackwardFn fn);
+  void clear();            // drops every node (and what they saved); tensors recorded so far can no longer backward
+  size_t size() const { return nodes_.size(); }
+  int64_t generation() const { return generation_; }
+  std::vector<TapeNode>& nodes() { return nodes_; }
+
+ private:
+  std::vector<TapeNode> nodes_;
+  int64_t generation_ = 0;
+};
+
+bool grad_enabled();
+
+// Disables recording for its scope (evaluation, optimizer updates). Thread-local, nests.
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// True when an op over these inputs must be recorded.
+bool needs_grad(std::initializer_list<const Tensor*> inputs);
+
+// Backpropagates from root. A non-scalar root needs a seed gradient of its shape.
+void backward(const Tensor& root, const Tensor& seed = Tensor());
+
+// t.grad += g (t.grad = g when empty). Never writes into g or into a gradient buffer that may be shared.
+void accumulate_grad(const Tensor& t, const Tensor& g);
+
+}  // namespace hr

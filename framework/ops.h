@@ -1,0 +1,89 @@
+// Differentiable ops: free functions, forward and backward side by side in framework/ops/*.cpp (one family a file).
+// Each runs on the device of its inputs through that device's Backend and records itself on the tape when an input
+// requires grad. Index inputs (token ids, labels) are i32 tensors and never differentiable.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "framework/tensor.h"
+
+namespace hr {
+
+// ---- elementwise with numpy-style broadcasting (ops/elementwise.cpp)
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor mask_fill(const Tensor& x, const Tensor& mask, float value);  // mask != 0 -> value (mask broadcast, no grad)
+Tensor scale(const Tensor& x, float s);
+Tensor add_scalar(const Tensor& x, float s);
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x);  // erf form
+Tensor sqrt(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor pow(const Tensor& x, float p);
+Tensor clamp(const Tensor& x, float lo, float hi);  // gradient 1 inside [lo, hi], 0 outside
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+
+// Shape of a broadcast between a and b (numpy rules); throws naming both shapes when they do not broadcast.
+Shape broadcast_shape(const Shape& a, const Shape& b);
+// Sums g down to `shape` over the broadcast dimensions (the backward of a broadcast).
+Tensor sum_to(const Tensor& g, const Shape& shape);
+
+// ---- matmul (ops/matmul.cpp)
+// a (..., M, K) @ b (..., K, N) -> (..., M, N); with trans flags a is (..., K, M) / b is (..., N, K). Batch dims must be
+// equal, or one operand is 2-D and broadcast over the other's batch.
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+// x (..., in) @ w^T + b: w (out, in) as PyTorch's Linear; bias (out) or undefined.
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias);
+
+// ---- shape (ops/shape.cpp). reshape is a view; permute/transpose/concat/split/slice materialise.
+Tensor reshape(const Tensor& x, const Shape& shape);  // one dimension may be -1
+Tensor permute(const Tensor& x, const std::vector<int>& perm);
+Tensor transpose(const Tensor& x, int d0, int d1);
+Tensor concat(const std::vector<Tensor>& xs, int dim);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int dim);
+Tensor slice(const Tensor& x, int dim, int64_t start, int64_t end);  // [start, end)
+Tensor select(const Tensor& x, int dim, int64_t index);                // removes dim
+// Rows of x (first dim) picked by host indices: (n, ...) -> (k, ...). Backward scatters back.
+Tensor index_select0(const Tensor& x, const std::vector<int64_t>& index);
+
+// ---- reductions (ops/reduce.cpp)
+Tensor sum(const Tensor& x);                                   // all elements -> scalar
+Tensor mean(const Tensor& x);                                  // all elements -> scalar
+Tensor sum(const Tensor& x, int dim, bool keepdim = false);
+Tensor mean(const Tensor& x, int dim, bool keepdim = false);
+
+// ---- softmax family over the last dim (ops/softmax.cpp)
+// softmax(scale * x + mask): mask is an additive float tensor of shape (M, n) whose row r / (rows / M) applies to row r
+// of x viewed as (rows, n) (e.g. x (B, H, T, T) with a key mask (B, T): each batch's H*T rows share its row); undefined
+// for no mask. Masked entries (-1e9 or below) get probability 0; a fully masked row is uniform.
+Tensor softmax(const Tensor& x, const Tensor& mask = Tensor(), float scale = 1.f);
+Tensor log_softmax(const Tensor& x, const Tensor& mask = Tensor());
+
+// ---- normalisation (ops/norm.cpp): over the last dim, gamma/beta of size (n)
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps = 1e-5f);
+
+// ---- embedding lookup (ops/embedding.cpp): table (V, D), ids i32 of any shape -> (ids..., D); backward scatter-adds.
+// Ids out of range are an error naming the id and the table size.
+Tensor embedding(const Tensor& table, const Tensor& ids);
+
+// ---- dropout (ops/dropout.cpp): inverted dropout with mask from the global generator; identity when !training or p = 0.
+Tensor dropout(const Tensor& x, float p, bool training);
+
+// ---- losses (ops/loss.cpp)
+// Mean cross-entropy of logits (N, C) against labels i32 (N) over rows whose label != ignore_index, with label
+// smoothing s (PyTorch's definition). Labels outside [0, C) other than ignore_index are an error. A batch whose every
+// row is ignored gives 0.
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int32_t ignore_index = -100, float smoothing = 0.f);
+
+}  // namespace hr

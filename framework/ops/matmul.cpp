@@ -1,0 +1,128 @@
+// matmul (2-d and batched, with transposes and a broadcast 2-d operand) and linear (x @ w^T + b, one gemm).
+#include "framework/ops/op_util.h"
+
+namespace hr {
+
+using detail::be;
+
+namespace {
+
+struct MatDims {
+  int64_t batch, rows, cols;  // the stored matrix is (rows, cols), repeated `batch` times
+};
+
+MatDims mat_dims(const Tensor& t, const char* op) {
+  HR_CHECK(t.ndim() >= 2, std::string(op) + ": expected a matrix or a batch of matrices, got shape " +
+                              shape_str(t.shape()));
+  return {t.numel() / (t.dim(-2) * t.dim(-1)), t.dim(-2), t.dim(-1)};
+}
+
+// C = op(A) @ op(B) for contiguous row-major tensors, batch dims already checked. bias (N) optional.
+Tensor gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Shape& batch_shape, const float* bias = nullptr) {
+  const MatDims da = mat_dims(a, "matmul"), db = mat_dims(b, "matmul");
+  GemmArgs g;
+  g.M = ta ? da.cols : da.rows;
+  g.K = ta ? da.rows : da.cols;
+  g.N = tb ? db.rows : db.cols;
+  const int64_t kb = tb ? db.cols : db.rows;
+  HR_CHECK(g.K == kb, "matmul: inner dimensions differ: " + shape_str(a.shape()) + (ta ? "^T" : "") + " @ " +
+                          shape_str(b.shape()) + (tb ? "^T" : ""));
+  g.batch = std::max(da.batch, db.batch);
+  g.transA = ta;
+  g.transB = tb;
+  g.A = a.data();
+  g.lda = da.cols;
+  g.strideA = da.batch == 1 ? 0 : da.rows * da.cols;
+  g.B = b.data();
+  g.ldb = db.cols;
+  g.strideB = db.batch == 1 ? 0 : db.rows * db.cols;
+  Shape out_shape = batch_shape;
+  out_shape.push_back(g.M);
+  out_shape.push_back(g.N);
+  Tensor c = Tensor::empty(out_shape, a.device());
+  g.C = c.data();
+  g.ldc = g.N;
+  g.strideC = g.M * g.N;
+  g.bias = bias;
+  if (c.numel() > 0) be(a).gemm(g);
+  return c;
+}
+
+Shape batch_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  detail::check_f32(a, "matmul");
+  detail::check_f32(b, "matmul");
+  detail::check_same_device(a, b, "matmul");
+  mat_dims(a, "matmul");
+  mat_dims(b, "matmul");
+  const Shape ba = batch_of(a), bb = batch_of(b);
+  HR_CHECK(ba == bb || ba.empty() || bb.empty(),
+           "matmul: batch dimensions differ: " + shape_str(a.shape()) + " @ " + shape_str(b.shape()));
+  const Shape batch = ba.empty() ? bb : ba;
+
+  Tensor out;
+  if (bb.empty() && !ba.empty() && !ta) {
+    // fold a's batch into its rows: one large gemm instead of a batch of small ones
+    Shape s = batch;
+    s.push_back(a.dim(-2));
+    s.push_back(tb ? b.dim(0) : b.dim(1));
+    out = detail::view_as(gemm(detail::view_as(a, {a.numel() / a.dim(-1), a.dim(-1)}), false, b, tb, {}), s);
+  } else {
+    out = gemm(a, ta, b, tb, batch);
+  }
+
+  if (needs_grad({&a, &b})) {
+    detail::record("matmul", out, [a, b, ta, tb](const Tensor& g) {
+      if (a.requires_grad()) {
+        Tensor ga = ta ? matmul(b, g, tb, true) : matmul(g, b, false, !tb);
+        accumulate_grad(a, sum_to(ga, a.shape()));
+      }
+      if (b.requires_grad()) {
+        Tensor gb;
+        if (batch_of(b).empty() && !batch_of(a).empty() && !ta) {
+          // b was broadcast over a's batch: fold the batch into one gemm rather than summing per-batch products
+          Tensor a2 = reshape(a, {-1, a.dim(-1)}), g2 = reshape(g, {-1, g.dim(-1)});
+          gb = tb ? matmul(g2, a2, true, false) : matmul(a2, g2, true, false);
+        } else {
+          gb = tb ? matmul(g, a, true, ta) : matmul(a, g, !ta, false);
+        }
+        accumulate_grad(b, sum_to(gb, b.shape()));
+      }
+    });
+  }
+  return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  detail::check_f32(x, "linear");
+  detail::check_f32(w, "linear");
+  detail::check_same_device(x, w, "linear");
+  HR_CHECK(w.ndim() == 2 && x.ndim() >= 1 && x.dim(-1) == w.dim(1),
+           "linear: input " + shape_str(x.shape()) + " does not match weight " + shape_str(w.shape()) + " (out, in)");
+  if (bias.defined())
+    HR_CHECK(bias.ndim() == 1 && bias.dim(0) == w.dim(0),
+             "linear: bias " + shape_str(bias.shape()) + " for weight " + shape_str(w.shape()));
+  const int64_t in = w.dim(1), out_f = w.dim(0);
+  Tensor x2 = detail::view_as(x, {x.numel() / in, in});  // (rows, in)
+  Tensor y2 = gemm(x2, false, w, true, {}, bias.defined() ? bias.data() : nullptr);  // (rows, out)
+  Shape ys = x.shape();
+  ys.back() = out_f;
+  Tensor y = detail::view_as(y2, ys);
+
+  if (needs_grad({&x, &w, &bias})) {
+    detail::record("linear", y, [x, x2, w, bias](const Tensor& g) {
+      Tensor g2 = detail::view_as(g, {g.numel() / w.dim(0), w.dim(0)});  // (rows, out)
+      if (x.requires_grad()) {
+        accumulate_grad(x, detail::view_as(gemm(g2, false, w, false, {}), x.shape()));  // (rows, in)
+      }
+      if (w.requires_grad()) accumulate_grad(w, gemm(g2, true, x2, false, {}));  // (out, in)
+      if (bias.defined() && bias.requires_grad()) accumulate_grad(bias, sum_to(g2, bias.shape()));
+    });
+  }
+  return y;
+}
+
+}  // namespace hr

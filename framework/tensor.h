@@ -1,0 +1,101 @@
+// Tensor: a shared handle to device storage plus a shape. Always contiguous and row-major; `reshape` and slicing the
+// first dimension are views of the same storage, everything else materialises (DESIGN.md: no stride bookkeeping).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+
+namespace hr {
+
+enum class DType : uint8_t { F32, I32 };  // room for BF16 storage on the GPU path
+size_t dtype_size(DType t);
+const char* dtype_name(DType t);
+
+using Shape = std::vector<int64_t>;
+int64_t shape_numel(const Shape& s);
+std::string shape_str(const Shape& s);
+
+// Device memory from a backend's caching allocator, returned to it on destruction.
+struct Storage {
+  Storage(Device d, size_t bytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  void* data = nullptr;
+  size_t bytes = 0;
+  Device device;
+};
+
+struct TensorImpl;
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- creation
+  static Tensor empty(const Shape& shape, Device d = Device::CPU, DType t = DType::F32);
+  static Tensor zeros(const Shape& shape, Device d = Device::CPU, DType t = DType::F32);
+  static Tensor full(const Shape& shape, float value, Device d = Device::CPU);
+  static Tensor from_vector(const std::vector<float>& values, const Shape& shape, Device d = Device::CPU);
+  static Tensor from_ids(const std::vector<int32_t>& ids, const Shape& shape, Device d = Device::CPU);
+  static Tensor scalar(float v, Device d = Device::CPU) { return full({}, v, d); }
+
+  // ---- inspection
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const;
+  int ndim() const { return static_cast<int>(shape().size()); }
+  int64_t dim(int i) const;  // negative i counts from the end
+  int64_t numel() const;
+  Device device() const;
+  DType dtype() const;
+  float* data();
+  const float* data() const;
+  int32_t* ids();
+  const int32_t* ids() const;
+  std::vector<float> to_vector() const;     // copies to the host
+  std::vector<int32_t> to_ids() const;      // copies to the host
+  float item() const;                       // a one-element tensor's value
+  Tensor to(Device d) const;                // a copy on d (this tensor itself when already there); not differentiable
+  Tensor clone() const;                     // a fresh copy, not differentiable
+  Tensor detach() const;                    // same storage, cut from the tape
+  void copy_from(const Tensor& src);        // same shape, any device; not recorded
+  void fill_(float v);
+
+  // ---- autograd
+  bool requires_grad() const;
+  Tensor& set_requires_grad(bool on = true);  // leaves only
+  bool is_leaf() const;
+  Tensor grad() const;       // undefined until a backward pass reached this tensor
+  void zero_grad();          // drops the gradient (the next backward starts from zero)
+  void set_grad(const Tensor& g);
+  const std::string& name() const;
+  Tensor& set_name(std::string n);
+
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool same(const Tensor& o) const { return impl_ == o.impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  size_t offset = 0;  // elements into storage (views of the first dimension)
+  Shape shape;
+  DType dtype = DType::F32;
+  bool requires_grad = false;
+  bool is_leaf = true;
+  Tensor grad;
+  std::string name;
+  // Position of the op that produced this tensor on the tape (tape generation and node index), or -1 for none.
+  int64_t tape_generation = -1;
+  int64_t tape_index = -1;
+};
+
+}  // namespace hr

@@ -1,0 +1,74 @@
+// The tape: accumulation, modes, freeing, deep chains, misuse errors.
+#include <doctest/doctest.h>
+
+#include "framework/autograd.h"
+#include "framework/error.h"
+#include "framework/ops.h"
+
+using namespace hr;
+
+TEST_CASE("gradient accumulates when a tensor feeds several ops") {
+  Tensor x = Tensor::from_vector({1.f, -2.f, 3.f}, {3});
+  x.set_requires_grad(true);
+  backward(sum(add(mul(x, x), x)));  // d/dx (x^2 + x) = 2x + 1
+  CHECK(x.grad().to_vector() == std::vector<float>{3.f, -3.f, 7.f});
+  // a second backward adds to the parameter gradient (accumulation over micro-batches) ...
+  backward(sum(x));
+  CHECK(x.grad().to_vector() == std::vector<float>{4.f, -2.f, 8.f});
+  // ... until zero_grad
+  x.zero_grad();
+  CHECK_FALSE(x.grad().defined());
+}
+
+TEST_CASE("NoGradGuard records nothing; the tape is freed after backward") {
+  Tensor x = Tensor::from_vector({1.f, 2.f}, {2});
+  x.set_requires_grad(true);
+  Tape::current().clear();
+  {
+    NoGradGuard ng;
+    Tensor y = mul(x, x);
+    CHECK_FALSE(y.requires_grad());
+    CHECK(Tape::current().size() == 0);
+  }
+  Tensor y = sum(mul(x, x));
+  CHECK(Tape::current().size() == 2);
+  backward(y);
+  CHECK(Tape::current().size() == 0);
+}
+
+TEST_CASE("a chain of 100,000 ops neither overflows the stack nor leaks the tape") {
+  Tensor x = Tensor::from_vector({0.5f}, {1});
+  x.set_requires_grad(true);
+  Tensor y = x;
+  for (int i = 0; i < 100000; ++i) y = add_scalar(y, 1e-6f);
+  backward(sum(y));
+  CHECK(x.grad().item() == 1.f);
+  CHECK(Tape::current().size() == 0);
+}
+
+TEST_CASE("misuse gives clear errors") {
+  Tensor x = Tensor::from_vector({1.f, 2.f}, {2});
+  x.set_requires_grad(true);
+  Tensor loss = sum(mul(x, x));
+  backward(loss);
+  CHECK_THROWS_WITH_AS(backward(loss), doctest::Contains("backward() called twice"), hr::Error);
+  Tensor v = mul(x, x);
+  CHECK_THROWS_WITH_AS(backward(v), doctest::Contains("needs a seed gradient"), hr::Error);
+  backward(v, Tensor::from_vector({1.f, 10.f}, {2}));  // with a seed it works
+  CHECK(x.grad().to_vector() == std::vector<float>{2.f + 2.f, 4.f + 40.f});
+  Tensor c = Tensor::from_vector({1.f}, {1});
+  CHECK_THROWS_WITH_AS(backward(sum(c)), doctest::Contains("does not require grad"), hr::Error);
+  CHECK_THROWS_WITH_AS(Tensor::from_ids({1}, {1}).set_requires_grad(true), doctest::Contains("cannot require grad"),
+                       hr::Error);
+}
+
+TEST_CASE("ops whose output got no gradient are skipped") {
+  Tensor x = Tensor::from_vector({1.f, 2.f}, {2});
+  Tensor w = Tensor::from_vector({3.f, 4.f}, {2});
+  x.set_requires_grad(true);
+  w.set_requires_grad(true);
+  Tensor unused = mul(w, w);  // recorded, but the loss does not depend on it
+  backward(sum(mul(x, x)));
+  CHECK_FALSE(w.grad().defined());
+  CHECK(x.grad().to_vector() == std::vector<float>{2.f, 4.f});
+}
