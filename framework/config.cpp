@@ -92,16 +92,17 @@ std::string did_you_mean(const std::string& key, const std::vector<std::string>&
 // What all views of one document share.
 struct Config::Document {
   std::string file;
-  YAML::Node root;
   std::map<std::string, std::set<std::string>> read;  // path of a mapping -> the keys consumers asked for there
   std::map<std::string, std::string> overrides;       // path -> the "--set ..." that last replaced it
 
   // "file:line: path" or, for a value an override set, "--set a.b=c: path" (the path left out when it is a.b itself).
   std::string locate(const std::string& path, int line) const {
-    const std::string* source_path = nullptr;
+    const std::string* source = nullptr;  // the innermost override above `path`
+    size_t source_depth = 0;
     for (const auto& [set_path, assignment] : overrides)
-      if (within(path, set_path) && (!source_path || set_path.size() > source_path->size())) source_path = &set_path;
-    std::string where = source_path ? overrides.at(*source_path) : file + ":" + std::to_string(line);
+      if (within(path, set_path) && set_path.size() > source_depth)
+        source = &assignment, source_depth = set_path.size();
+    std::string where = source ? *source : file + ":" + std::to_string(line);
     if (!path.empty() && !where.starts_with("--set " + path + "=")) where += ": " + path;
     return where;
   }
@@ -137,18 +138,19 @@ Config Config::load_file(const std::string& path) {
 }
 
 Config Config::parse(const std::string& yaml_text, const std::string& name) {
-  auto doc = std::make_shared<Document>();
-  doc->file = name;
+  YAML::Node root;
   try {
-    doc->root = YAML::Load(yaml_text);
+    root = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
     throw ConfigError(name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                       ": YAML syntax error: " + e.msg);
   }
-  if (doc->root.IsNull()) throw ConfigError(name + ":1: the file is empty");
-  Config config(doc, doc->root, "", 1);
-  if (!doc->root.IsMap()) config.fail("expected a mapping of settings at the top level, got " + describe(doc->root));
-  doc->check_keys(doc->root, "");
+  if (root.IsNull()) throw ConfigError(name + ":1: the file is empty");
+  auto doc = std::make_shared<Document>();
+  doc->file = name;
+  doc->check_keys(root, "");
+  Config config(doc, root, "", 1);
+  if (!root.IsMap()) config.fail("expected a mapping of settings at the top level, got " + describe(root));
   return config;
 }
 
@@ -277,7 +279,7 @@ template <>
 int Config::as<int>() const {
   const int64_t value = as<int64_t>();
   if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max())
-    fail("expected an integer of at most 31 bits, got " + describe(node_));
+    fail("expected an integer from -2147483648 to 2147483647, got " + describe(node_));
   return static_cast<int>(value);
 }
 

@@ -169,7 +169,7 @@ TEST_CASE("wrong types name the file, line and path") {
   CHECK(error_of([] { base_with("d_model: 64", "d_model: 8.0").child("model").get<int64_t>("d_model"); }) ==
         "configs/base.yaml:4: model.d_model: expected an integer, got '8.0'");
   CHECK(error_of([] { base_with("steps: 100", "steps: 3000000000").child("train").get<int>("steps"); }) ==
-        "configs/base.yaml:15: train.steps: expected an integer of at most 31 bits, got '3000000000'");
+        "configs/base.yaml:15: train.steps: expected an integer from -2147483648 to 2147483647, got '3000000000'");
   CHECK(error_of([] { base_with("lr: 3e-4", "lr: fast").child("train").get<double>("lr"); }) ==
         "configs/base.yaml:14: train.lr: expected a number, got 'fast'");
   CHECK(error_of([] { base_with("shuffle: true", "shuffle: maybe").child("train").get<bool>("shuffle"); }) ==
