@@ -80,6 +80,9 @@ Tensor embedding(const Tensor& table, const Tensor& ids);
 // ---- dropout (ops/dropout.cpp): inverted dropout with mask from the global generator; identity when !training or p = 0.
 Tensor dropout(const Tensor& x, float p, bool training);
 
+// Uniform (0, 1) noise from the global generator (hard-concrete gates); a constant, not differentiable.
+Tensor rand_uniform(const Shape& shape, Device d = Device::CPU);
+
 // ---- losses (ops/loss.cpp)
 // Mean cross-entropy of logits (N, C) against labels i32 (N) over rows whose label != ignore_index, with label
 // smoothing s (PyTorch's definition). Labels outside [0, C) other than ignore_index are an error. A batch whose every

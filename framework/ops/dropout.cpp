@@ -1,4 +1,5 @@
-// Inverted dropout: y = x * mask, mask = 1/(1-p) with probability 1-p, drawn from the global counter-based stream.
+// Random ops over the global counter-based stream: inverted dropout (y = x * mask, mask = 1/(1-p) with probability
+// 1-p) and uniform noise.
 #include "framework/ops/op_util.h"
 #include "framework/random.h"
 
@@ -27,6 +28,13 @@ Tensor dropout(const Tensor& x, float p, bool training) {
     });
   }
   return y;
+}
+
+Tensor rand_uniform(const Shape& shape, Device d) {
+  Tensor u = Tensor::empty(shape, d);
+  Generator& gen = global_generator();
+  backend(d).uniform(u.data(), u.numel(), gen.seed, gen.take(u.numel()));
+  return u;
 }
 
 }  // namespace hr

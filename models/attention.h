@@ -1,0 +1,54 @@
+// Multi-head self-attention with its own head count and head dimension (head_dim is not tied to d_model / heads):
+// Q/K/V project d_model -> heads * head_dim, the output projects back. All heads of the layer run in one batched
+// matmul. Options: talking heads (Shazeer et al. 2020), L0 head gates, cross-layer residual logits.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "models/basic_layers.h"
+#include "models/head_gates.h"
+#include "models/layer.h"
+
+namespace hr {
+
+struct AttentionOptions {
+  int64_t heads = 8, head_dim = 64;
+  float dropout = 0.1f;  // on the attention weights
+  bool talking_heads = false;
+  bool gates = false;
+  GateOptions gate;
+  // Cross-layer head mixing: add the previous layer's pre-softmax logits (residual attention), through a fixed head
+  // permutation (`interleave`, on odd layers) when the head counts match, else through a learned (h_prev, h) map.
+  bool cross_layer = false;
+  std::string permute = "none";  // none | interleave
+  int64_t prev_heads = 0;        // heads of the previous attention layer (0: none)
+  int64_t layer_index = 0;
+};
+
+class MultiHeadAttention : public Module {
+ public:
+  MultiHeadAttention(int64_t d_model, const AttentionOptions& opt);
+  // x (B, T, D) -> (B, T, D); reads/writes ctx.prev_logits for cross-layer mixing, appends to ctx.attention_maps.
+  Tensor forward(const Tensor& x, LayerContext& ctx) const;
+  const AttentionOptions& options() const { return opt_; }
+  LayerStats stats(int64_t seq_len) const;  // attention fields only
+
+  Linear* q = nullptr;  // (H*Dh, D); null when the layer has no head left
+  Linear* k = nullptr;
+  Linear* v = nullptr;
+  Linear& o;            // (D, H*Dh)
+  Tensor* talk_logits = nullptr;   // (H, H) [h_in, h_out], mixes the scaled logits before mask and softmax
+  Tensor* talk_weights = nullptr;  // (H, H) [h_in, h_out], mixes the attention weights after softmax
+  Tensor* cross_map = nullptr;     // (h_prev, H) learned map of the previous layer's logits
+  HardConcreteGates* gates = nullptr;
+
+ private:
+  AttentionOptions opt_;
+  Tensor head_permutation_;  // (H, H) fixed permutation matrix (cross-layer `interleave`), or undefined
+};
+
+// y[b, o] = sum_i x[b, i] * m[i, o] over heads: x (B, H_in, T, S), m (H_in, H_out) -> (B, H_out, T, S).
+Tensor mix_heads(const Tensor& x, const Tensor& m);
+
+}  // namespace hr
