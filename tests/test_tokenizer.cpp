@@ -3,11 +3,15 @@
 // of Vocab::load.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +21,26 @@
 #include "train/tokenizer/wordpiece_trainer.h"
 
 using namespace hr;
+
+// Readable failure messages for the vectors compared below.
+namespace doctest {
+template <typename T>
+struct StringMaker<std::vector<T>> {
+  static String convert(const std::vector<T>& v) {
+    std::ostringstream out;
+    out << "{";
+    for (size_t i = 0; i < v.size(); ++i) {
+      if constexpr (std::is_same_v<T, Offset>) {
+        out << (i ? ", " : "") << "[" << v[i].first << ", " << v[i].second << ")";
+      } else {
+        out << (i ? ", " : "") << v[i];
+      }
+    }
+    out << "}";
+    return out.str().c_str();
+  }
+};
+}  // namespace doctest
 
 namespace {
 
@@ -72,6 +96,59 @@ std::string error_of(const auto& f) {
 }
 
 using Offsets = std::vector<Offset>;
+
+// The WordPiece learner written the slow, obvious way: recount every pair and symbol after each merge.
+std::vector<std::string> naive_wordpiece_vocab(const std::vector<std::string>& texts, size_t vocab_size) {
+  std::map<std::string, int64_t> freq;
+  std::set<std::string> chars;
+  std::map<std::string, std::vector<std::string>> splits;
+  for (const std::string& text : texts) {
+    for (const Word& w : BasicTokenizer(true).split(text)) {
+      ++freq[w.utf8()];
+      std::vector<std::string> split;
+      for (size_t i = 0; i < w.text.size(); ++i) {
+        chars.insert(utf8::encode(w.text.substr(i, 1)));
+        split.push_back((i ? "##" : "") + utf8::encode(w.text.substr(i, 1)));
+      }
+      splits[w.utf8()] = split;
+    }
+  }
+  std::vector<std::string> vocab = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+  for (const std::string& c : chars) vocab.push_back(c);
+  for (const std::string& c : chars) vocab.push_back("##" + c);
+  while (vocab.size() < vocab_size) {
+    std::map<std::string, int64_t> count;
+    std::map<std::pair<std::string, std::string>, int64_t> pairs;
+    for (const auto& [word, split] : splits) {
+      for (size_t i = 0; i < split.size(); ++i) {
+        count[split[i]] += freq[word];
+        if (i + 1 < split.size()) pairs[{split[i], split[i + 1]}] += freq[word];
+      }
+    }
+    if (pairs.empty()) break;
+    std::pair<std::string, std::string> best;
+    double best_score = -1;
+    for (const auto& [p, n] : pairs) {  // std::map visits pairs in lexicographic order: first best wins ties
+      const double score = static_cast<double>(n) / (static_cast<double>(count[p.first]) * count[p.second]);
+      if (score > best_score) best_score = score, best = p;
+    }
+    const std::string merged = best.first + best.second.substr(2);
+    for (auto& [word, split] : splits) {
+      std::vector<std::string> out;
+      for (size_t i = 0; i < split.size(); ++i) {
+        if (i + 1 < split.size() && split[i] == best.first && split[i + 1] == best.second) {
+          out.push_back(merged);
+          ++i;
+        } else {
+          out.push_back(split[i]);
+        }
+      }
+      split = out;
+    }
+    if (std::find(vocab.begin(), vocab.end(), merged) == vocab.end()) vocab.push_back(merged);
+  }
+  return vocab;
+}
 
 }  // namespace
 
@@ -180,7 +257,8 @@ TEST_CASE("accents are stripped, offsets stay in the original text") {
   CHECK(BasicTokenizer(true, false).split("\u039F\u0394\u039F\u03A3 \u03A3\u039F")[0].utf8() ==
         "\u03BF\u03B4\u03BF\u03C2");
   CHECK(BasicTokenizer(true, false).split("\u039F\u0394\u039F\u03A3 \u03A3\u039F")[1].utf8() == "\u03C3\u03BF");
-  CHECK(uncased().tokens("\u039F\u0394\u039F\u03A3") == std::vector<std::string>{"\u03BF", "##\u03B4", "##\u03BF\u03C2"});
+  CHECK(uncased().tokens("\u039F\u0394\u039F\u03A3") ==
+        std::vector<std::string>{"\u03BF", "##\u03B4", "##\u03BF\u03C2"});
 }
 
 TEST_CASE("Chinese: every CJK character is a token, emoji count as one code point") {
@@ -260,8 +338,11 @@ TEST_CASE("learned vocabulary on CLINC150: exact size, specials, deterministic, 
   CHECK(v.mask_id() == 4);
   CHECK(v.find("##e").has_value());
 
-  const std::vector<std::string> half(texts.begin(), texts.begin() + 3000);
-  CHECK(learn_wordpiece_vocab(half, 2000, basic).tokens() == learn_wordpiece_vocab(half, 2000, basic).tokens());
+  const std::vector<std::string> some(texts.begin(), texts.begin() + 3000);
+  CHECK(learn_wordpiece_vocab(some, 2000, basic).tokens() == learn_wordpiece_vocab(some, 2000, basic).tokens());
+  // The incremental counts agree with recounting everything after each merge.
+  const std::vector<std::string> few(texts.begin(), texts.begin() + 300);
+  CHECK(learn_wordpiece_vocab(few, 500, basic).tokens() == naive_wordpiece_vocab(few, 500));
 
   const Tokenizer tok(v, basic);
   size_t pieces = 0, unknown = 0;

@@ -50,13 +50,13 @@ bool is_final_sigma(const std::vector<Char>& word, size_t i) {
   return k == word.size() || !is_cased(word[k].cp);
 }
 
+// In place: the characters before i are already lower-cased, which keeps them cased, so the context test still holds.
 void lower_case_chars(std::vector<Char>& word) {
   constexpr char32_t kCapitalSigma = 0x03A3;
-  std::vector<Char> original = word;
   for (size_t i = 0; i < word.size(); ++i) {
-    word[i].cp = original[i].cp == kCapitalSigma && is_final_sigma(original, i)
+    word[i].cp = word[i].cp == kCapitalSigma && is_final_sigma(word, i)
                      ? 0x03C2
-                     : static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(original[i].cp)));
+                     : static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(word[i].cp)));
   }
 }
 
@@ -76,7 +76,9 @@ void strip_accent_chars(std::vector<Char>& word) {
     for (utf8proc_ssize_t k = 0; k < n; ++k) nfd.push_back({static_cast<char32_t>(buf[k]), c.origin});
   }
   // Canonical ordering: a stable sort of each run of combining marks by combining class.
-  const auto ccc = [](char32_t cp) { return utf8proc_get_property(static_cast<utf8proc_int32_t>(cp))->combining_class; };
+  const auto ccc = [](char32_t cp) {
+    return utf8proc_get_property(static_cast<utf8proc_int32_t>(cp))->combining_class;
+  };
   for (size_t i = 1; i < nfd.size(); ++i) {
     for (size_t j = i; j > 0 && ccc(nfd[j].cp) != 0 && ccc(nfd[j - 1].cp) > ccc(nfd[j].cp); --j) {
       std::swap(nfd[j], nfd[j - 1]);

@@ -210,9 +210,9 @@ Vocab learn_wordpiece_vocab(const std::vector<std::string>& texts, int vocab_siz
     }
   }
   if (vocab_size < static_cast<int>(tokens.size())) {
-    throw Error("learn_wordpiece_vocab: vocab_size " + std::to_string(vocab_size) + " cannot hold the 5 special tokens" +
-                " and the " + std::to_string(alphabet.size()) + " characters seen (twice, with and without \"##\"): " +
-                "need at least " + std::to_string(tokens.size()));
+    throw Error("learn_wordpiece_vocab: vocab_size " + std::to_string(vocab_size) + " cannot hold the 5 special" +
+                " tokens and the " + std::to_string(alphabet.size()) + " characters seen (twice, with and without" +
+                " \"##\"): need at least " + std::to_string(tokens.size()));
   }
 
   std::unordered_set<std::string> known(tokens.begin(), tokens.end());
