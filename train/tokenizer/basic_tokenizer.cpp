@@ -24,8 +24,8 @@ bool is_cased(char32_t cp) {
   return utf8proc_islower(c) || utf8proc_isupper(c) || category(cp) == UTF8PROC_CATEGORY_LT;
 }
 
-// Unicode's Case_Ignorable by general category; the few Word_Break=MidLetter punctuation marks it also lists are left
-// out, so "ΟΔΟΣ'" is not treated as ending in a final sigma.
+// Unicode's Case_Ignorable by general category. The few apostrophes and dots it also lists (Word_Break MidLetter etc.)
+// are left out, so the sigma of "ΑΣ'Α" counts as final here and not in Python: rare enough to accept.
 bool is_case_ignorable(char32_t cp) {
   switch (category(cp)) {
     case UTF8PROC_CATEGORY_MN:

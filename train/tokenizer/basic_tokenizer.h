@@ -5,7 +5,7 @@
 //
 // Input text is UTF-8; ill-formed bytes become U+FFFD (see utf8.h), which cleaning drops like BERT does, so invalid
 // UTF-8 never throws and still counts as code points in the offsets.
-// Differences from transformers' slow tokenizer, all rare: no NFC pass before splitting (transformers >= 4.36 adds
+// Differences from transformers' slow tokenizer, all rare: no NFC pass before splitting (recent versions add
 // one; the fast tokenizer has none), no never_split list, lower-casing is utf8proc's one-to-one mapping (Python's
 // str.lower() maps U+0130 to two characters; accent stripping makes both "i").
 #pragma once
