@@ -95,7 +95,8 @@ SafeTensor parse_entry(const std::string& name, const nlohmann::json& entry, Dat
     throw fail(where + "data_offsets [" + std::to_string(span.begin) + ", " + std::to_string(span.end) +
                "] end before they begin");
   uint64_t nbytes = 0;
-  if (!checked_nbytes(t.shape, info->size, nbytes)) throw fail(where + "shape " + shape_text(t.shape) + " is too large");
+  if (!checked_nbytes(t.shape, info->size, nbytes))
+    throw fail(where + "shape " + shape_text(t.shape) + " is too large");
   if (span.end - span.begin != nbytes)
     throw fail(where + "data_offsets [" + std::to_string(span.begin) + ", " + std::to_string(span.end) + "] span " +
                std::to_string(span.end - span.begin) + " bytes but " + t.dtype + " " + shape_text(t.shape) +
@@ -228,7 +229,8 @@ void write_safetensors(const std::string& path, const SafeTensorsFile& f) {
   uint64_t offset = 0;
   for (const Item& item : items) {
     const uint64_t end = offset + item.tensor->bytes.size();
-    header[*item.name] = {{"dtype", item.tensor->dtype}, {"shape", item.tensor->shape}, {"data_offsets", {offset, end}}};
+    header[*item.name] = {
+        {"dtype", item.tensor->dtype}, {"shape", item.tensor->shape}, {"data_offsets", {offset, end}}};
     offset = end;
   }
   std::string header_text;
@@ -327,7 +329,9 @@ SafeTensor from_values(const char* dtype, std::vector<int64_t> shape, const T* d
 
 }  // namespace
 
-SafeTensor from_f32(std::vector<int64_t> shape, const float* data) { return from_values("F32", std::move(shape), data); }
+SafeTensor from_f32(std::vector<int64_t> shape, const float* data) {
+  return from_values("F32", std::move(shape), data);
+}
 SafeTensor from_i64(std::vector<int64_t> shape, const int64_t* data) {
   return from_values("I64", std::move(shape), data);
 }
