@@ -1,0 +1,30 @@
+// The label vocabulary of a classification task: the distinct training labels, sorted by byte order so that ids do
+// not depend on the order of the file.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hr {
+
+struct TextExample;
+
+class LabelSet {
+ public:
+  LabelSet() = default;
+  explicit LabelSet(std::vector<std::string> labels);  // sorted and de-duplicated here
+  static LabelSet from_examples(const std::vector<TextExample>& examples);
+
+  int32_t id(const std::string& label) const;  // hr::Error for a label not in the set
+  std::optional<int32_t> find(const std::string& label) const;
+  const std::string& name(int32_t id) const;
+  int32_t size() const { return static_cast<int32_t>(labels_.size()); }
+  const std::vector<std::string>& labels() const { return labels_; }
+
+ private:
+  std::vector<std::string> labels_;  // sorted: the id of a label is its index
+};
+
+}  // namespace hr
