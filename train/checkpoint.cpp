@@ -1,0 +1,95 @@
+#include "train/checkpoint.h"
+
+#include <map>
+
+#include "framework/error.h"
+#include "framework/safetensors.h"
+
+namespace hr {
+
+namespace {
+
+SafeTensor to_safetensor(const Tensor& t) {
+  const std::vector<float> v = t.to_vector();
+  return from_f32(t.shape(), v.data());
+}
+
+void copy_into(const std::string& path, const std::string& key, const SafeTensor& st, Tensor& dst) {
+  HR_CHECK(st.shape == dst.shape(), path + ": '" + key + "' has shape " + shape_str(st.shape) + ", the model expects " +
+                                        shape_str(dst.shape()));
+  dst.copy_from(Tensor::from_vector(to_f32(st), dst.shape(), Device::CPU));
+}
+
+const std::string& meta(const SafeTensorsFile& f, const std::string& path, const std::string& key) {
+  auto it = f.metadata.find(key);
+  HR_CHECK(it != f.metadata.end(), path + ": not a headroom checkpoint (metadata '" + key + "' missing)");
+  return it->second;
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const Module& model, const AdamW* optimizer, const TrainState& s) {
+  SafeTensorsFile f;
+  for (const auto& [name, t] : model.named_parameters()) f.tensors[name] = to_safetensor(t);
+  if (optimizer)
+    for (const auto& [name, t] : optimizer->state()) f.tensors[name] = to_safetensor(t);
+  f.metadata["format"] = "headroom-checkpoint-1";
+  f.metadata["step"] = std::to_string(s.step);
+  f.metadata["epoch"] = std::to_string(s.epoch);
+  f.metadata["batch_in_epoch"] = std::to_string(s.batch_in_epoch);
+  f.metadata["rng_seed"] = std::to_string(s.rng_seed);
+  f.metadata["rng_offset"] = std::to_string(s.rng_offset);
+  f.metadata["best_metric"] = std::to_string(s.best_metric);
+  f.metadata["best_step"] = std::to_string(s.best_step);
+  f.metadata["optimizer_steps"] = std::to_string(optimizer ? optimizer->steps() : 0);
+  write_safetensors(path, f);
+}
+
+TrainState load_checkpoint(const std::string& path, Module& model, AdamW* optimizer) {
+  const SafeTensorsFile f = read_safetensors(path);
+  HR_CHECK(meta(f, path, "format") == "headroom-checkpoint-1", path + ": unknown checkpoint format");
+  for (auto& [name, t] : model.named_parameters()) {
+    auto it = f.tensors.find(name);
+    HR_CHECK(it != f.tensors.end(), path + ": parameter '" + name + "' missing (a checkpoint of another model?)");
+    copy_into(path, name, it->second, t);
+  }
+  TrainState s;
+  try {
+    s.step = std::stoll(meta(f, path, "step"));
+    s.epoch = std::stoll(meta(f, path, "epoch"));
+    s.batch_in_epoch = std::stoll(meta(f, path, "batch_in_epoch"));
+    s.rng_seed = std::stoull(meta(f, path, "rng_seed"));
+    s.rng_offset = std::stoull(meta(f, path, "rng_offset"));
+    s.best_metric = std::stod(meta(f, path, "best_metric"));
+    s.best_step = std::stoll(meta(f, path, "best_step"));
+  } catch (const std::logic_error&) {
+    throw Error(path + ": malformed training state in the checkpoint metadata");
+  }
+  if (optimizer) {
+    NamedTensors state = optimizer->state();
+    for (auto& [name, t] : state) {
+      auto it = f.tensors.find(name);
+      HR_CHECK(it != f.tensors.end(), path + ": optimizer state '" + name + "' missing");
+      HR_CHECK(it->second.shape == t.shape(), path + ": optimizer state '" + name + "' has the wrong shape");
+      t = Tensor::from_vector(to_f32(it->second), t.shape(), t.device());
+    }
+    optimizer->load_state(state, std::stoll(meta(f, path, "optimizer_steps")));
+  }
+  return s;
+}
+
+std::string load_weights(const std::string& path, Module& model) {
+  const SafeTensorsFile f = read_safetensors(path);
+  std::string missing;
+  for (auto& [name, t] : model.named_parameters()) {
+    auto it = f.tensors.find(name);
+    if (it == f.tensors.end()) {
+      missing += (missing.empty() ? "" : ", ") + name;
+      continue;
+    }
+    copy_into(path, name, it->second, t);
+  }
+  return missing.empty() ? "" : "parameters not in " + path + " (kept their initialisation): " + missing;
+}
+
+}  // namespace hr

@@ -1,0 +1,183 @@
+#include "train/classification_task.h"
+
+#include <algorithm>
+#include <iostream>
+#include <numeric>
+
+#include "framework/autograd.h"
+#include "framework/error.h"
+#include "framework/ops.h"
+
+namespace hr {
+
+std::vector<int32_t> encode_text_row(const Tokenizer& tok, const TextExample& ex, int64_t max_len) {
+  const Vocab& v = tok.vocab();
+  std::vector<int32_t> body = ex.input_ids.empty() ? tok.encode(ex.text).ids : ex.input_ids;
+  for (int32_t id : body)
+    HR_CHECK(id >= 0 && id < v.size(), ex.source + ": input id " + std::to_string(id) + " outside the vocabulary of " +
+                                           std::to_string(v.size()));
+  const size_t keep = std::min(body.size(), static_cast<size_t>(std::max<int64_t>(0, max_len - 2)));
+  std::vector<int32_t> row;
+  row.reserve(keep + 2);
+  row.push_back(v.cls_id());
+  row.insert(row.end(), body.begin(), body.begin() + static_cast<std::ptrdiff_t>(keep));
+  row.push_back(v.sep_id());
+  return row;
+}
+
+std::map<std::string, double> classification_metrics(const std::vector<int32_t>& gold, const std::vector<int32_t>& pred,
+                                                     int32_t num_labels, int32_t oos_label) {
+  std::vector<int64_t> tp(static_cast<size_t>(num_labels)), fp(tp.size()), fn(tp.size());
+  int64_t correct = 0, in_scope = 0, in_scope_correct = 0, oos = 0, oos_found = 0;
+  for (size_t i = 0; i < gold.size(); ++i) {
+    const int32_t g = gold[i], p = pred[i];
+    if (g == p) {
+      ++correct;
+      ++tp[static_cast<size_t>(g)];
+    } else {
+      ++fn[static_cast<size_t>(g)];
+      ++fp[static_cast<size_t>(p)];
+    }
+    if (g == oos_label) {
+      ++oos;
+      oos_found += p == oos_label;
+    } else {
+      ++in_scope;
+      in_scope_correct += g == p;
+    }
+  }
+  double f1_sum = 0;
+  int64_t present = 0;
+  for (size_t c = 0; c < tp.size(); ++c) {
+    if (tp[c] + fp[c] + fn[c] == 0) continue;  // a label neither in gold nor predicted
+    ++present;
+    f1_sum += 2.0 * static_cast<double>(tp[c]) / static_cast<double>(2 * tp[c] + fp[c] + fn[c]);
+  }
+  std::map<std::string, double> m;
+  m["accuracy"] = gold.empty() ? 0 : static_cast<double>(correct) / static_cast<double>(gold.size());
+  m["macro_f1"] = present ? f1_sum / static_cast<double>(present) : 0;
+  if (oos_label >= 0) {
+    m["oos_recall"] = oos ? static_cast<double>(oos_found) / static_cast<double>(oos) : 0;
+    m["in_scope_accuracy"] = in_scope ? static_cast<double>(in_scope_correct) / static_cast<double>(in_scope) : 0;
+  }
+  return m;
+}
+
+std::vector<TextExample> ClassificationTask::load(const DataOptions& d, const std::string& which,
+                                                  const std::optional<LabelSet>& known) {
+  ClassificationDataOptions o;
+  o.format = parse_data_format(d.format);
+  o.on_error = parse_on_error(d.on_error);
+  o.text_field = d.text_field;
+  o.label_field = d.label_field;
+  o.include_oos = d.include_oos;
+  o.known_labels = known;
+  if (o.format == DataFormat::clinc150) {
+    o.path = d.path;
+    o.split = which == "train" ? d.train_split : which == "eval" ? d.eval_split : d.test_split;
+  } else {
+    o.path = which == "train" ? d.train_path : which == "eval" ? d.eval_path : d.test_path;
+  }
+  LoadResult r = load_classification_data(o);
+  for (const DataIssue& i : r.issues) std::cerr << "data: " << i.message() << " (skipped)\n";
+  issues_ += static_cast<int64_t>(r.issues.size());
+  return std::move(r.examples);
+}
+
+ClassificationTask::ClassificationTask(const DataOptions& data, std::optional<LabelSet> labels) : data_(data) {
+  train_examples_ = load(data, "train", labels);
+  HR_CHECK(!train_examples_.empty(), "no training examples were loaded");
+  labels_ = labels ? *labels : LabelSet::from_examples(train_examples_);
+  for (const char* split : {"eval", "test"}) {
+    const bool present = data.format == "clinc150" || !(split == std::string("eval") ? data.eval_path : data.test_path).empty();
+    if (present) eval_splits_[split].examples = load(data, split, labels_);
+  }
+}
+
+std::vector<std::string> ClassificationTask::training_texts() const {
+  std::vector<std::string> t;
+  for (const auto& e : train_examples_) t.push_back(e.text);
+  return t;
+}
+
+void ClassificationTask::encode(const Tokenizer& tok, int64_t max_len) {
+  pad_id_ = tok.vocab().pad_id();
+  train_ids_.clear();
+  train_labels_.clear();
+  for (const auto& e : train_examples_) {
+    train_ids_.push_back(encode_text_row(tok, e, max_len));
+    train_labels_.push_back(labels_.id(e.label));
+  }
+  for (auto& [name, s] : eval_splits_) {
+    s.ids.clear();
+    s.labels.clear();
+    for (const auto& e : s.examples) {
+      s.ids.push_back(encode_text_row(tok, e, max_len));
+      s.labels.push_back(labels_.id(e.label));
+    }
+  }
+}
+
+ModelDims ClassificationTask::dims() const { return {0, labels_.size()}; }
+
+Batch ClassificationTask::make_batch(const std::vector<int64_t>& rows, Device d) const {
+  std::vector<std::vector<int32_t>> ids;
+  std::vector<int32_t> labels;
+  Batch b;
+  for (int64_t r : rows) {
+    ids.push_back(train_ids_[static_cast<size_t>(r)]);
+    labels.push_back(train_labels_[static_cast<size_t>(r)]);
+    b.tokens += static_cast<int64_t>(ids.back().size());
+  }
+  b.input = make_encoder_input(ids, pad_id_, d);
+  b.labels = Tensor::from_ids(labels, {static_cast<int64_t>(labels.size())}, d);
+  return b;
+}
+
+Tensor ClassificationTask::loss(EncoderModel& model, const Batch& batch, float label_smoothing) const {
+  return cross_entropy(model.forward(batch.input), batch.labels, -100, label_smoothing);
+}
+
+bool ClassificationTask::has_split(const std::string& split) const { return eval_splits_.count(split) > 0; }
+
+EvalResult ClassificationTask::evaluate(EncoderModel& model, const std::string& split, Device d, int64_t batch_size) {
+  const Split& s = eval_splits_.at(split);
+  const bool was_training = model.training();
+  model.eval();
+  NoGradGuard ng;
+  std::vector<int32_t> pred;
+  for (size_t at = 0; at < s.ids.size(); at += static_cast<size_t>(batch_size)) {
+    const size_t end = std::min(s.ids.size(), at + static_cast<size_t>(batch_size));
+    std::vector<std::vector<int32_t>> rows(s.ids.begin() + static_cast<std::ptrdiff_t>(at),
+                                           s.ids.begin() + static_cast<std::ptrdiff_t>(end));
+    const std::vector<float> logits = model.forward(make_encoder_input(rows, pad_id_, d)).to_vector();
+    const size_t C = static_cast<size_t>(labels_.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto* row = logits.data() + i * C;
+      pred.push_back(static_cast<int32_t>(std::max_element(row, row + C) - row));
+    }
+  }
+  model.train(was_training);
+  const auto oos = labels_.find("oos");
+  EvalResult r;
+  r.metrics = classification_metrics(s.labels, pred, labels_.size(), oos ? *oos : -1);
+  r.primary = "accuracy";
+  return r;
+}
+
+std::vector<std::vector<float>> ClassificationTask::predict(EncoderModel& model, const Tokenizer& tok, int64_t max_len,
+                                                            const std::vector<std::string>& texts, Device d) const {
+  model.eval();
+  NoGradGuard ng;
+  std::vector<std::vector<int32_t>> rows;
+  for (const auto& t : texts) rows.push_back(encode_text_row(tok, TextExample{t, {}, "", "<input>"}, max_len));
+  const Tensor probs = softmax(model.forward(make_encoder_input(rows, tok.vocab().pad_id(), d)));
+  const std::vector<float> p = probs.to_vector();
+  const size_t C = static_cast<size_t>(labels_.size());
+  std::vector<std::vector<float>> out;
+  for (size_t i = 0; i < texts.size(); ++i) out.emplace_back(p.begin() + static_cast<std::ptrdiff_t>(i * C),
+                                                             p.begin() + static_cast<std::ptrdiff_t>((i + 1) * C));
+  return out;
+}
+
+}  // namespace hr

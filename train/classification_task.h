@@ -1,0 +1,64 @@
+// Intent classification: [CLS] text [SEP] -> label. Loads the configured splits (CLINC150 JSON, CSV/TSV, JSONL),
+// builds the label set from train (or takes the run's labels.txt), and reports accuracy, macro-F1 and, when the
+// data has an `oos` label, out-of-scope recall.
+#pragma once
+
+#include <optional>
+
+#include "train/data/classification_data.h"
+#include "train/data/label_set.h"
+#include "train/run_config.h"
+#include "train/task.h"
+#include "train/tokenizer/tokenizer.h"
+
+namespace hr {
+
+class ClassificationTask : public Task {
+ public:
+  // Reads every configured split. Data issues are printed (each with file and line) and counted; with
+  // data.on_error = fail the first one throws.
+  ClassificationTask(const DataOptions& data, std::optional<LabelSet> labels);
+  std::vector<std::string> training_texts() const;
+  void encode(const Tokenizer& tok, int64_t max_len);  // before batching
+  const LabelSet& labels() const { return labels_; }
+  int64_t data_issues() const { return issues_; }
+
+  ModelDims dims() const override;
+  int64_t num_train() const override { return static_cast<int64_t>(train_ids_.size()); }
+  int64_t train_length(int64_t row) const override { return static_cast<int64_t>(train_ids_[row].size()); }
+  Batch make_batch(const std::vector<int64_t>& rows, Device d) const override;
+  Tensor loss(EncoderModel& model, const Batch& batch, float label_smoothing) const override;
+  bool has_split(const std::string& split) const override;
+  EvalResult evaluate(EncoderModel& model, const std::string& split, Device d, int64_t batch_size) override;
+
+  // Class probabilities (B, num_labels) for texts, in eval mode.
+  std::vector<std::vector<float>> predict(EncoderModel& model, const Tokenizer& tok, int64_t max_len,
+                                          const std::vector<std::string>& texts, Device d) const;
+
+ private:
+  struct Split {
+    std::vector<TextExample> examples;
+    std::vector<std::vector<int32_t>> ids;
+    std::vector<int32_t> labels;
+  };
+  std::vector<TextExample> load(const DataOptions& d, const std::string& which, const std::optional<LabelSet>& known);
+
+  DataOptions data_;
+  LabelSet labels_;
+  std::vector<TextExample> train_examples_;
+  std::vector<std::vector<int32_t>> train_ids_;
+  std::vector<int32_t> train_labels_;
+  std::map<std::string, Split> eval_splits_;  // "eval", "test"
+  int32_t pad_id_ = 0;
+  int64_t issues_ = 0;
+};
+
+// Token rows for texts: [CLS] wordpieces [SEP], truncated to max_len (pre-tokenised ids are wrapped the same way).
+std::vector<int32_t> encode_text_row(const Tokenizer& tok, const TextExample& ex, int64_t max_len);
+
+// accuracy, macro_f1 (over the labels present in gold or predictions), and oos_recall / in_scope_accuracy when
+// `oos_label` >= 0.
+std::map<std::string, double> classification_metrics(const std::vector<int32_t>& gold, const std::vector<int32_t>& pred,
+                                                     int32_t num_labels, int32_t oos_label);
+
+}  // namespace hr

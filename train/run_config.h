@@ -1,0 +1,68 @@
+// The training config's non-model blocks (tokenizer:, data:, train:), read and validated up front so that a typo
+// fails before any work starts. The model: block is read by build_model (models/encoder_model.h).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "framework/config.h"
+#include "kernels/backend.h"
+
+namespace hr {
+
+struct TokenizerOptions {
+  std::string vocab;        // a vocab.txt path; empty: learn one of vocab_size from the training texts
+  int64_t vocab_size = 8000;
+  bool lower_case = true;
+};
+
+struct DataOptions {
+  std::string task = "classification";  // classification | squad
+  std::string format = "clinc150";      // classification: clinc150 | csv | tsv | jsonl; squad: squad
+  // clinc150: one file holding the splits; csv/tsv/jsonl/squad: one file per split (*_path)
+  std::string path;
+  std::string train_split = "train", eval_split = "val", test_split = "test";
+  bool include_oos = false;
+  std::string train_path, eval_path, test_path;
+  std::string text_field = "text", label_field = "label";
+  std::string on_error = "skip";        // skip | fail
+  // squad: windowing
+  int64_t doc_stride = 128, max_query_len = 64, max_answer_len = 30;
+};
+
+struct TrainOptions {
+  int64_t epochs = 3;
+  int64_t max_steps = 0;      // 0: epochs decide
+  int64_t batch_size = 32;
+  int64_t grad_accum = 1;     // micro-batches per optimizer step
+  float lr = 1e-3f;
+  float warmup = 0.1f;        // < 1: a fraction of the steps; >= 1: a number of steps
+  std::string schedule = "linear";  // linear | cosine | constant
+  float weight_decay = 0.01f;
+  float clip = 1.f;           // global gradient norm; 0 disables
+  float label_smoothing = 0.f;
+  int64_t seed = 0;
+  Device device = Device::CPU;
+  int64_t eval_every = 0;     // steps; 0: at the end of every epoch
+  int64_t log_every = 50;
+  bool bucket_by_length = true;
+  std::string init_from;      // a weights file (safetensors, keys = parameter names)
+  int64_t max_bad_steps = 5;  // consecutive NaN/inf steps before the run stops
+  std::string optimizer = "adamw";  // adamw | sgd
+};
+
+struct RunConfig {
+  Config root = Config::parse("{}", "<none>");  // replaced by the loaded config
+  std::string name;  // the config file's stem
+  TokenizerOptions tokenizer;
+  DataOptions data;
+  TrainOptions train;
+};
+
+// Loads the file, applies the --set overrides, reads tokenizer:/data:/train:. Paths in the config are relative to the
+// current directory. `check_all_read` runs after the model is built (see train/run.cpp).
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides);
+RunConfig read_run_config(Config root, const std::string& name);
+
+}  // namespace hr

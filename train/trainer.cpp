@@ -1,0 +1,388 @@
+#include "train/trainer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+
+#include "framework/autograd.h"
+#include "framework/error.h"
+#include "framework/ops.h"
+#include "framework/random.h"
+#include "models/encoder_layer.h"
+#include "train/classification_task.h"
+#include "train/tokenizer/wordpiece_trainer.h"
+
+namespace fs = std::filesystem;
+
+namespace hr {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string timestamp() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
+  return buf;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+  HR_CHECK(f.good(), "cannot write " + path);
+}
+
+LabelSet read_labels(const std::string& path) {
+  std::ifstream f(path);
+  HR_CHECK(f.good(), "cannot read " + path);
+  std::vector<std::string> labels;
+  for (std::string line; std::getline(f, line);) labels.push_back(line);
+  return LabelSet(labels);
+}
+
+// The task for the config; `labels` from a run directory when continuing one.
+std::unique_ptr<Task> make_task(const RunConfig& rc, std::optional<LabelSet> labels) {
+  if (rc.data.task == "classification") return std::make_unique<ClassificationTask>(rc.data, std::move(labels));
+  throw ConfigError(rc.root.file() + ": data.task 'squad' is not implemented in this build yet");
+}
+
+std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerOptions& t, const Task& task, const std::string& run_vocab) {
+  BasicTokenizer basic(t.lower_case);
+  if (!run_vocab.empty() && fs::exists(run_vocab)) return std::make_unique<Tokenizer>(Vocab::load(run_vocab), basic);
+  if (!t.vocab.empty()) return std::make_unique<Tokenizer>(Vocab::load(t.vocab), basic);
+  const auto* cls = dynamic_cast<const ClassificationTask*>(&task);
+  HR_CHECK(cls, "tokenizer.vocab is required for this task");
+  std::cerr << "learning a WordPiece vocabulary of " << t.vocab_size << " tokens from the training texts\n";
+  return std::make_unique<Tokenizer>(learn_wordpiece_vocab(cls->training_texts(), static_cast<int>(t.vocab_size), basic),
+                                     basic);
+}
+
+void encode_task(Task& task, const Tokenizer& tok, int64_t max_len) {
+  if (auto* cls = dynamic_cast<ClassificationTask*>(&task)) cls->encode(tok, max_len);
+}
+
+// The batches of one epoch, a pure function of (seed, epoch): shuffled rows; with bucketing, chunks of 50 batches are
+// sorted by length before being cut (less padding) and the batches shuffled again.
+std::vector<std::vector<int64_t>> epoch_batches(const Task& task, int64_t epoch, int64_t seed, int64_t batch,
+                                                bool bucket) {
+  std::vector<int64_t> rows(static_cast<size_t>(task.num_train()));
+  std::iota(rows.begin(), rows.end(), 0);
+  std::mt19937_64 rng(static_cast<uint64_t>(seed) * 1000003ull + static_cast<uint64_t>(epoch));
+  std::shuffle(rows.begin(), rows.end(), rng);
+  if (bucket) {
+    const size_t chunk = static_cast<size_t>(batch) * 50;
+    for (size_t at = 0; at < rows.size(); at += chunk) {
+      auto end = rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), at + chunk));
+      std::stable_sort(rows.begin() + static_cast<std::ptrdiff_t>(at), end,
+                       [&](int64_t a, int64_t b) { return task.train_length(a) < task.train_length(b); });
+    }
+  }
+  std::vector<std::vector<int64_t>> out;
+  for (size_t at = 0; at < rows.size(); at += static_cast<size_t>(batch))
+    out.emplace_back(rows.begin() + static_cast<std::ptrdiff_t>(at),
+                     rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), at + static_cast<size_t>(batch))));
+  if (bucket) std::shuffle(out.begin(), out.end(), rng);
+  return out;
+}
+
+// Weight decay for matrices only: no decay on biases, LayerNorm and gate parameters (all 1-d).
+std::vector<bool> decay_flags(const NamedTensors& params) {
+  std::vector<bool> d;
+  for (const auto& [name, t] : params) d.push_back(t.ndim() >= 2);
+  return d;
+}
+
+nlohmann::json gate_report(EncoderModel& model) {
+  nlohmann::json layers = nlohmann::json::array();
+  double expected = 0;
+  bool any = false;
+  NoGradGuard ng;
+  for (size_t i = 0; i < model.num_layers(); ++i) {
+    nlohmann::json row = nlohmann::json::array();
+    if (auto* enc = dynamic_cast<EncoderLayer*>(&model.layer(i)); enc && enc->attn.gates) {
+      any = true;
+      for (float p : enc->attn.gates->open_probability().to_vector()) {
+        row.push_back(p);
+        expected += p;
+      }
+    }
+    layers.push_back(row);
+  }
+  if (!any) return nullptr;
+  return {{"open_probability", layers}, {"expected_open_heads", expected}};
+}
+
+class Progress {
+ public:
+  Progress(int64_t total, bool quiet) : total_(total), tty_(!quiet && isatty(fileno(stdout))), quiet_(quiet) {}
+  void update(int64_t step, float loss, float lr, double tokens_per_s, double eta_s, bool log_line) {
+    if (tty_) {
+      const int width = 30;
+      const int filled = static_cast<int>(width * static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, total_)));
+      std::printf("\r[%s%s] %lld/%lld loss %.4f lr %.2e %.0f tok/s ETA %s   ", std::string(filled, '#').c_str(),
+                  std::string(width - filled, '.').c_str(), static_cast<long long>(step),
+                  static_cast<long long>(total_), loss, lr, tokens_per_s, eta(eta_s).c_str());
+      std::fflush(stdout);
+    } else if (log_line && !quiet_) {
+      std::printf("step %lld/%lld loss %.4f lr %.3e %.0f tok/s ETA %s\n", static_cast<long long>(step),
+                  static_cast<long long>(total_), loss, lr, tokens_per_s, eta(eta_s).c_str());
+      std::fflush(stdout);
+    }
+  }
+  void message(const std::string& m) {
+    if (tty_) std::printf("\r%-100s\n", m.c_str());
+    else std::printf("%s\n", m.c_str());
+    std::fflush(stdout);
+  }
+
+ private:
+  static std::string eta(double s) {
+    char buf[32];
+    const int t = static_cast<int>(s);
+    std::snprintf(buf, sizeof buf, "%d:%02d:%02d", t / 3600, (t / 60) % 60, t % 60);
+    return buf;
+  }
+  int64_t total_;
+  bool tty_, quiet_;
+};
+
+}  // namespace
+
+LoadedRun load_run(const std::string& dir, const std::string& which, bool load_data) {
+  LoadedRun r;
+  r.dir = dir;
+  HR_CHECK(fs::exists(dir + "/config.yaml"), dir + " is not a headroom run directory (no config.yaml)");
+  r.config = read_run_config(Config::load_file(dir + "/config.yaml"), fs::path(dir).filename().string());
+  std::optional<LabelSet> labels;
+  if (fs::exists(dir + "/labels.txt")) labels = read_labels(dir + "/labels.txt");
+  ModelDims dims;
+  if (load_data) {
+    r.task = make_task(r.config, labels);
+    dims = r.task->dims();
+  } else if (labels) {
+    dims.num_labels = labels->size();
+  }
+  r.tokenizer = make_tokenizer(r.config.tokenizer, *r.task, dir + "/vocab.txt");
+  dims.vocab_size = r.tokenizer->vocab().size();
+  r.model = build_model(r.config.root.child("model"), dims);
+  if (r.task) encode_task(*r.task, *r.tokenizer, r.model->max_len());
+  r.config.root.check_all_read();
+  if (!which.empty()) {
+    const std::string ckpt = dir + "/checkpoint-" + which + ".safetensors";
+    HR_CHECK(fs::exists(ckpt), "no checkpoint " + ckpt);
+    load_checkpoint(ckpt, *r.model, nullptr);
+  }
+  r.model->to(r.config.train.device);
+  return r;
+}
+
+int train_command(const TrainArgs& args) {
+  const bool resume = !args.resume_dir.empty();
+  std::string dir;
+  RunConfig rc;
+  if (resume) {
+    dir = args.resume_dir;
+    HR_CHECK(fs::exists(dir + "/config.yaml"), dir + " is not a headroom run directory (no config.yaml)");
+    rc = load_run_config(dir + "/config.yaml", args.overrides);
+  } else {
+    rc = load_run_config(args.config_path, args.overrides);
+    dir = args.out_dir.empty() ? "runs/" + rc.name + "-" + timestamp() : args.out_dir;
+  }
+  const TrainOptions& t = rc.train;
+  if (t.device == Device::CUDA) backend(Device::CUDA);  // a missing GPU is a clear error now, not mid-run
+
+  // ---- data, tokenizer, model
+  std::optional<LabelSet> labels;
+  if (resume && fs::exists(dir + "/labels.txt")) labels = read_labels(dir + "/labels.txt");
+  std::unique_ptr<Task> task = make_task(rc, labels);
+  std::unique_ptr<Tokenizer> tok = make_tokenizer(rc.tokenizer, *task, resume ? dir + "/vocab.txt" : "");
+  manual_seed(static_cast<uint64_t>(t.seed));
+  ModelDims dims = task->dims();
+  dims.vocab_size = tok->vocab().size();
+  std::unique_ptr<EncoderModel> model = build_model(rc.root.child("model"), dims);
+  rc.root.check_all_read();
+  encode_task(*task, *tok, model->max_len());
+  model->to(t.device);
+  if (!t.init_from.empty() && !resume) {
+    const std::string note = load_weights(t.init_from, *model);
+    if (!note.empty()) std::cerr << note << "\n";
+  }
+
+  fs::create_directories(dir);
+  if (!resume) {
+    write_text(dir + "/config.yaml", rc.root.dump() + "\n");
+    tok->vocab().save(dir + "/vocab.txt");
+    if (auto* cls = dynamic_cast<ClassificationTask*>(task.get())) {
+      std::string text;
+      for (const auto& l : cls->labels().labels()) text += l + "\n";
+      write_text(dir + "/labels.txt", text);
+    }
+  }
+
+  NamedTensors params = model->named_parameters();
+  AdamW adamw(params, decay_flags(params), AdamWOptions{0.9f, 0.999f, 1e-8f, t.weight_decay});
+  std::unique_ptr<SGD> sgd;
+  if (t.optimizer == "sgd") sgd = std::make_unique<SGD>(model->parameters(), 0.9f, t.weight_decay);
+
+  const int64_t batches_per_epoch = (task->num_train() + t.batch_size - 1) / t.batch_size;
+  const int64_t steps_per_epoch = std::max<int64_t>(1, batches_per_epoch / t.grad_accum);
+  const int64_t total_steps = t.max_steps > 0 ? t.max_steps : t.epochs * steps_per_epoch;
+  LrSchedule sched;
+  sched.peak = t.lr;
+  sched.total = total_steps;
+  sched.warmup = t.warmup < 1.f ? static_cast<int64_t>(t.warmup * static_cast<float>(total_steps))
+                                : static_cast<int64_t>(t.warmup);
+  sched.decay = t.schedule == "linear" ? LrSchedule::Linear : t.schedule == "cosine" ? LrSchedule::Cosine
+                                                                                      : LrSchedule::Constant;
+
+  const std::string last_ckpt = dir + "/checkpoint-last.safetensors", best_ckpt = dir + "/checkpoint-best.safetensors";
+  TrainState st;
+  st.rng_seed = static_cast<uint64_t>(t.seed);
+  if (resume) {
+    HR_CHECK(fs::exists(last_ckpt), "cannot resume: no " + last_ckpt);
+    st = load_checkpoint(last_ckpt, *model, &adamw);
+    global_generator() = Generator{st.rng_seed, st.rng_offset};
+    std::cout << "resuming " << dir << " at step " << st.step << "\n";
+  }
+
+  std::ofstream metrics(dir + "/metrics.jsonl", resume ? std::ios::app : std::ios::trunc);
+  auto log_json = [&](const nlohmann::json& j) {
+    metrics << j.dump() << "\n";
+    metrics.flush();
+  };
+  std::cout << "run directory: " << dir << "\n"
+            << "model: " << model->num_parameters() << " parameters, " << model->num_layers() << " layers; "
+            << task->num_train() << " training rows, " << total_steps << " steps on " << device_name(t.device) << "\n";
+
+  Progress progress(total_steps, args.quiet);
+  auto save_last = [&]() {
+    st.rng_seed = global_generator().seed;
+    st.rng_offset = global_generator().offset;
+    save_checkpoint(last_ckpt, *model, &adamw, st);
+  };
+  auto run_eval = [&]() {
+    if (!task->has_split("eval")) return;
+    EvalResult r = task->evaluate(*model, "eval", t.device, t.batch_size * 2);
+    nlohmann::json j = {{"step", st.step}, {"eval", r.metrics}};
+    if (nlohmann::json g = gate_report(*model); !g.is_null()) j["gates"] = g;
+    log_json(j);
+    std::string line = "step " + std::to_string(st.step) + " eval:";
+    for (const auto& [k, v] : r.metrics) line += " " + k + " " + std::to_string(v);
+    progress.message(line);
+    if (r.primary_value() > st.best_metric) {
+      st.best_metric = r.primary_value();
+      st.best_step = st.step;
+      st.rng_seed = global_generator().seed;
+      st.rng_offset = global_generator().offset;
+      save_checkpoint(best_ckpt, *model, &adamw, st);
+    }
+  };
+
+  model->train();
+  const auto start = Clock::now();
+  auto window_start = Clock::now();
+  int64_t window_tokens = 0, bad_steps = 0;
+  double window_loss = 0;
+  int64_t window_steps = 0;
+  while (st.step < total_steps) {
+    const auto batches = epoch_batches(*task, st.epoch, t.seed, t.batch_size, t.bucket_by_length);
+    const int64_t steps_this_epoch = static_cast<int64_t>(batches.size()) / t.grad_accum;
+    while (st.batch_in_epoch < std::max<int64_t>(1, steps_this_epoch) && st.step < total_steps) {
+      model->zero_grad();
+      double step_loss = 0;
+      bool finite = true;
+      for (int64_t micro = 0; micro < t.grad_accum; ++micro) {
+        const size_t bi = static_cast<size_t>(st.batch_in_epoch * t.grad_accum + micro) % batches.size();
+        const Batch b = task->make_batch(batches[bi], t.device);
+        Tensor loss = task->loss(*model, b, t.label_smoothing);
+        if (Tensor p = model->penalty(); p.defined()) loss = add(loss, p);
+        const float lv = loss.item();
+        window_tokens += b.tokens;
+        if (!std::isfinite(lv)) {
+          finite = false;
+          Tape::current().clear();
+          break;
+        }
+        step_loss += lv / static_cast<double>(t.grad_accum);
+        backward(scale(loss, 1.f / static_cast<float>(t.grad_accum)));
+      }
+      const float lr = sched.at(st.step);
+      if (finite) {
+        const float norm = t.clip > 0 ? clip_grad_norm(model->parameters(), t.clip) : grad_norm(model->parameters());
+        finite = std::isfinite(norm);
+      }
+      ++st.batch_in_epoch;
+      ++st.step;
+      if (!finite) {
+        model->zero_grad();
+        ++bad_steps;
+        progress.message("step " + std::to_string(st.step) + ": non-finite loss or gradient; step skipped (" +
+                         std::to_string(bad_steps) + " in a row)");
+        log_json({{"step", st.step}, {"skipped", "non-finite loss or gradient"}});
+        if (bad_steps >= t.max_bad_steps) {
+          progress.message("stopping: " + std::to_string(bad_steps) + " consecutive steps with a non-finite loss. " +
+                           (fs::exists(last_ckpt) ? "The last good checkpoint is " + last_ckpt + "."
+                                                  : "No checkpoint had been saved yet."));
+          return 3;
+        }
+        continue;
+      }
+      bad_steps = 0;
+      if (sgd) sgd->step(lr);
+      else adamw.step(lr);
+      window_loss += step_loss;
+      ++window_steps;
+      const bool log_now = st.step % t.log_every == 0 || st.step == total_steps;
+      const double secs = std::chrono::duration<double>(Clock::now() - window_start).count();
+      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      const double tps = secs > 0 ? static_cast<double>(window_tokens) / secs : 0;
+      const double eta = elapsed / static_cast<double>(st.step) * static_cast<double>(total_steps - st.step);
+      progress.update(st.step, static_cast<float>(window_loss / static_cast<double>(window_steps)), lr, tps, eta, log_now);
+      if (log_now) {
+        log_json({{"step", st.step}, {"epoch", st.epoch}, {"loss", window_loss / static_cast<double>(window_steps)},
+                  {"lr", lr}, {"tokens_per_s", tps}});
+        window_start = Clock::now();
+        window_tokens = 0;
+        window_loss = 0;
+        window_steps = 0;
+      }
+      if (t.eval_every > 0 && st.step % t.eval_every == 0) {
+        run_eval();
+        save_last();
+      }
+    }
+    if (st.batch_in_epoch >= std::max<int64_t>(1, steps_this_epoch)) {
+      ++st.epoch;
+      st.batch_in_epoch = 0;
+      if (t.eval_every == 0) run_eval();
+      save_last();
+    }
+  }
+  if (t.eval_every > 0 && st.step % t.eval_every != 0) run_eval();
+  save_last();
+
+  // final report: the best checkpoint on the test split (or the last one when there is no eval split)
+  if (task->has_split("test")) {
+    if (fs::exists(best_ckpt)) load_checkpoint(best_ckpt, *model, nullptr);
+    EvalResult r = task->evaluate(*model, "test", t.device, t.batch_size * 2);
+    log_json({{"step", st.step}, {"test", r.metrics}, {"checkpoint", fs::exists(best_ckpt) ? "best" : "last"}});
+    std::string line = "test (" + std::string(fs::exists(best_ckpt) ? "best" : "last") + " checkpoint):";
+    for (const auto& [k, v] : r.metrics) line += " " + k + " " + std::to_string(v);
+    progress.message(line);
+  }
+  const double total_s = std::chrono::duration<double>(Clock::now() - start).count();
+  progress.message("done in " + std::to_string(static_cast<int>(total_s)) + " s; run directory " + dir);
+  return 0;
+}
+
+}  // namespace hr

@@ -1,0 +1,40 @@
+// The training run: builds tokenizer, task and model from a RunConfig, trains with AdamW (warm-up + decay, clipping,
+// accumulation), evaluates, keeps the best and the last checkpoint, and writes metrics.jsonl in the run directory.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "models/encoder_model.h"
+#include "train/checkpoint.h"
+#include "train/run_config.h"
+#include "train/task.h"
+#include "train/tokenizer/tokenizer.h"
+
+namespace hr {
+
+// Everything a run directory holds, loaded back for eval / predict / resume / prune.
+struct LoadedRun {
+  std::string dir;
+  RunConfig config;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<Task> task;
+  std::unique_ptr<EncoderModel> model;
+};
+
+// Reads DIR/config.yaml, vocab.txt, labels.txt and builds the model (on `device`); loads DIR/checkpoint-<which>
+// unless which is empty. `load_data` false skips reading the datasets (predict).
+LoadedRun load_run(const std::string& dir, const std::string& which, bool load_data = true);
+
+struct TrainArgs {
+  std::string config_path;
+  std::vector<std::string> overrides;
+  std::string out_dir;     // empty: runs/<config name>-<date-time>
+  std::string resume_dir;  // continue this run
+  bool quiet = false;
+};
+
+// Returns the process exit code: 0 done, 3 stopped on repeated non-finite losses.
+int train_command(const TrainArgs& args);
+
+}  // namespace hr
