@@ -7,6 +7,7 @@
 #include <string>
 
 #include "framework/error.h"
+#include "kernels/cpu/cpu_parallel.h"
 #include "kernels/math/random.h"
 
 namespace hr {
@@ -34,9 +35,9 @@ void check_args(const GemmArgs& g) {
            " lda=" + std::to_string(g.lda) + " ldb=" + std::to_string(g.ldb) + " ldc=" + std::to_string(g.ldc) + ")";
   };
   HR_CHECK(g.batch >= 0 && g.M >= 0 && g.N >= 0 && g.K >= 0, "gemm: negative size" + dims());
-  HR_CHECK(g.lda >= std::max<int64_t>(1, g.transA ? g.M : g.K), "gemm: lda too small for op(A)" + dims());
-  HR_CHECK(g.ldb >= std::max<int64_t>(1, g.transB ? g.K : g.N), "gemm: ldb too small for op(B)" + dims());
-  HR_CHECK(g.ldc >= std::max<int64_t>(1, g.N), "gemm: ldc smaller than N" + dims());
+  HR_CHECK(g.lda >= (g.transA ? g.M : g.K), "gemm: lda too small for op(A)" + dims());
+  HR_CHECK(g.ldb >= (g.transB ? g.K : g.N), "gemm: ldb too small for op(B)" + dims());
+  HR_CHECK(g.ldc >= g.N, "gemm: ldc smaller than N" + dims());
   HR_CHECK(g.strideA >= 0 && g.strideB >= 0 && g.strideC >= 0, "gemm: negative batch stride");
   HR_CHECK(g.batch <= 1 || g.strideC != 0, "gemm: strideC must not be 0 when batch > 1");
   HR_CHECK(!g.bias || g.beta == 0.f, "gemm: a bias needs beta == 0");
@@ -50,6 +51,16 @@ void gemm_empty_k(const GemmArgs& g) {
       float* c = g.C + b * g.strideC + i * g.ldc;
       for (int64_t j = 0; j < g.N; ++j) c[j] = (g.beta == 0.f ? 0.f : g.beta * c[j]) + (g.bias ? g.bias[j] : 0.f);
     }
+}
+
+// C[b, i, :] += bias, for a bias that the primitive could not add
+void add_bias(const GemmArgs& g) {
+  cpu::parallel_for(g.batch * g.M, g.N, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* c = g.C + r / g.M * g.strideC + r % g.M * g.ldc;
+      for (int64_t j = 0; j < g.N; ++j) c[j] += g.bias[j];
+    }
+  });
 }
 
 }  // namespace
@@ -68,7 +79,7 @@ OneDnnMatmul::Key OneDnnMatmul::key_of(const GemmArgs& g) {
   const int64_t sa = operand_batch(g, g.strideA) > 1 ? g.strideA : 0;
   const int64_t sb = operand_batch(g, g.strideB) > 1 ? g.strideB : 0;
   const int64_t sc = g.batch > 1 ? g.strideC : 0;
-  const int64_t flags = (g.transA ? 1 : 0) | (g.transB ? 2 : 0) | (g.bias ? 4 : 0);
+  const int64_t flags = (g.transA ? 1 : 0) | (g.transB ? 2 : 0) | (bias_in_primitive(g) ? 4 : 0);
   return Key{g.batch, g.M, g.N, g.K, g.lda, g.ldb, g.ldc, sa, sb, sc, operand_batch(g, g.strideA),
              operand_batch(g, g.strideB), std::bit_cast<int32_t>(g.alpha), std::bit_cast<int32_t>(g.beta), flags};
 }
@@ -79,17 +90,16 @@ OneDnnMatmul::Entry OneDnnMatmul::create(const GemmArgs& g) const {
   e.b = operand_desc(operand_batch(g, g.strideB), g.K, g.N, g.transB, g.ldb, g.strideB);
   e.c = operand_desc(g.batch, g.M, g.N, false, g.ldc, g.strideC);
   e.bias = memory::desc(Dims{1, 1, g.N}, memory::data_type::f32, Dims{g.N, g.N, 1});
-  e.bias_as_post_op = g.bias && g.alpha != 1.f;
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (g.alpha != 1.f) attr.set_output_scales(0, {g.alpha});
-  dnnl::post_ops ops;
-  if (g.beta != 0.f) ops.append_sum(g.beta);  // dst = beta * dst + alpha * A B
-  if (e.bias_as_post_op) ops.append_binary(dnnl::algorithm::binary_add, e.bias);
-  attr.set_post_ops(ops);
-
-  const dnnl::matmul::desc desc = g.bias && !e.bias_as_post_op ? dnnl::matmul::desc(e.a, e.b, e.bias, e.c)
-                                                                 : dnnl::matmul::desc(e.a, e.b, e.c);
+  if (g.beta != 0.f) {  // dst = beta * dst + alpha * A B
+    dnnl::post_ops ops;
+    ops.append_sum(g.beta);
+    attr.set_post_ops(ops);
+  }
+  const dnnl::matmul::desc desc = bias_in_primitive(g) ? dnnl::matmul::desc(e.a, e.b, e.bias, e.c)
+                                                       : dnnl::matmul::desc(e.a, e.b, e.c);
   const dnnl::matmul::primitive_desc pd(desc, attr, engine_);
   e.primitive = dnnl::matmul(pd);
   e.scratch = pd.scratchpad_desc();
@@ -122,16 +132,14 @@ void OneDnnMatmul::run(const GemmArgs& g) {
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(e.a, engine_, const_cast<float*>(g.A))},
                                        {DNNL_ARG_WEIGHTS, memory(e.b, engine_, const_cast<float*>(g.B))},
                                        {DNNL_ARG_DST, memory(e.c, engine_, g.C)}};
-  if (g.bias) {
-    const int slot = e.bias_as_post_op ? (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1) : DNNL_ARG_BIAS;
-    args.emplace(slot, memory(e.bias, engine_, const_cast<float*>(g.bias)));
-  }
+  if (bias_in_primitive(g)) args.emplace(DNNL_ARG_BIAS, memory(e.bias, engine_, const_cast<float*>(g.bias)));
   const size_t scratch_bytes = e.scratch.get_size();
   const std::unique_ptr<void, std::function<void(void*)>> scratch(
       scratch_.allocate(scratch_bytes), [&](void* p) { scratch_.deallocate(p, scratch_bytes); });
   if (scratch) args.emplace(DNNL_ARG_SCRATCHPAD, memory(e.scratch, engine_, scratch.get()));
   e.primitive.execute(stream_, args);
   stream_.wait();
+  if (g.bias && !bias_in_primitive(g)) add_bias(g);
 }
 
 std::string OneDnnMatmul::implementation(const GemmArgs& g) {

@@ -35,10 +35,11 @@ class OneDnnMatmul {
   struct Entry {
     dnnl::matmul primitive;
     dnnl::memory::desc a, b, c, bias, scratch;
-    bool bias_as_post_op = false;  // alpha != 1: oneDNN would scale a bias input, so bias is added after the scale
     std::string implementation;
   };
 
+  // oneDNN 2.6 scales a bias input by the output scale (alpha), so with alpha != 1 the bias is added afterwards.
+  static bool bias_in_primitive(const GemmArgs& g) { return g.bias && g.alpha == 1.f; }
   static Key key_of(const GemmArgs& g);
   const Entry& entry(const GemmArgs& g);
   Entry create(const GemmArgs& g) const;
