@@ -1,0 +1,156 @@
+#include "kernels/cpu/onednn_matmul.h"
+
+#include <algorithm>
+#include <bit>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "framework/error.h"
+#include "kernels/cpu/cpu_parallel.h"
+#include "kernels/math/random.h"
+
+namespace hr {
+
+namespace {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+// The batch size an operand really has: a stride of 0 broadcasts it, which oneDNN spells as a batch dim of 1.
+int64_t operand_batch(const GemmArgs& g, int64_t stride) { return g.batch > 1 && stride != 0 ? g.batch : 1; }
+
+// (batch, rows, cols) view of a row-major operand stored with leading dimension ld, optionally transposed.
+memory::desc operand_desc(int64_t batch, int64_t rows, int64_t cols, bool trans, int64_t ld, int64_t stride) {
+  const int64_t stored_rows = trans ? cols : rows;
+  // a batch dim of 1 gets the dense stride, so that an ordinary matrix matches oneDNN's plain formats
+  const int64_t batch_stride = batch > 1 ? stride : stored_rows * ld;
+  const Dims strides = trans ? Dims{batch_stride, 1, ld} : Dims{batch_stride, ld, 1};
+  return memory::desc(Dims{batch, rows, cols}, memory::data_type::f32, strides);
+}
+
+void check_args(const GemmArgs& g) {
+  const auto dims = [&] {
+    return " (M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) + " K=" + std::to_string(g.K) +
+           " lda=" + std::to_string(g.lda) + " ldb=" + std::to_string(g.ldb) + " ldc=" + std::to_string(g.ldc) + ")";
+  };
+  HR_CHECK(g.batch >= 0 && g.M >= 0 && g.N >= 0 && g.K >= 0, "gemm: negative size" + dims());
+  HR_CHECK(g.lda >= (g.transA ? g.M : g.K), "gemm: lda too small for op(A)" + dims());
+  HR_CHECK(g.ldb >= (g.transB ? g.K : g.N), "gemm: ldb too small for op(B)" + dims());
+  HR_CHECK(g.ldc >= g.N, "gemm: ldc smaller than N" + dims());
+  HR_CHECK(g.strideA >= 0 && g.strideB >= 0 && g.strideC >= 0, "gemm: negative batch stride");
+  HR_CHECK(g.batch <= 1 || g.strideC != 0, "gemm: strideC must not be 0 when batch > 1");
+  HR_CHECK(!g.bias || g.beta == 0.f, "gemm: a bias needs beta == 0");
+  HR_CHECK(g.C && (g.K == 0 || (g.A && g.B)), "gemm: null operand");
+}
+
+// op(A) op(B) over an empty K: C = beta C (+ bias); oneDNN has no use for zero-sized reductions.
+void gemm_empty_k(const GemmArgs& g) {
+  for (int64_t b = 0; b < g.batch; ++b)
+    for (int64_t i = 0; i < g.M; ++i) {
+      float* c = g.C + b * g.strideC + i * g.ldc;
+      for (int64_t j = 0; j < g.N; ++j) c[j] = (g.beta == 0.f ? 0.f : g.beta * c[j]) + (g.bias ? g.bias[j] : 0.f);
+    }
+}
+
+// C[b, i, :] += bias, for a bias that the primitive could not add
+void add_bias(const GemmArgs& g) {
+  cpu::parallel_for(g.batch * g.M, g.N, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* c = g.C + r / g.M * g.strideC + r % g.M * g.ldc;
+      for (int64_t j = 0; j < g.N; ++j) c[j] += g.bias[j];
+    }
+  });
+}
+
+}  // namespace
+
+OneDnnMatmul::OneDnnMatmul(CpuAllocator& scratch)
+    : scratch_(scratch), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+
+size_t OneDnnMatmul::KeyHash::operator()(const Key& k) const {
+  uint64_t h = 0;
+  for (int64_t v : k) h = math::mix64(h, static_cast<uint64_t>(v));
+  return static_cast<size_t>(h);
+}
+
+OneDnnMatmul::Key OneDnnMatmul::key_of(const GemmArgs& g) {
+  // batch strides only matter for operands that really have a batch
+  const int64_t sa = operand_batch(g, g.strideA) > 1 ? g.strideA : 0;
+  const int64_t sb = operand_batch(g, g.strideB) > 1 ? g.strideB : 0;
+  const int64_t sc = g.batch > 1 ? g.strideC : 0;
+  const int64_t flags = (g.transA ? 1 : 0) | (g.transB ? 2 : 0) | (bias_in_primitive(g) ? 4 : 0);
+  return Key{g.batch, g.M, g.N, g.K, g.lda, g.ldb, g.ldc, sa, sb, sc, operand_batch(g, g.strideA),
+             operand_batch(g, g.strideB), std::bit_cast<int32_t>(g.alpha), std::bit_cast<int32_t>(g.beta), flags};
+}
+
+OneDnnMatmul::Entry OneDnnMatmul::create(const GemmArgs& g) const {
+  Entry e;
+  e.a = operand_desc(operand_batch(g, g.strideA), g.M, g.K, g.transA, g.lda, g.strideA);
+  e.b = operand_desc(operand_batch(g, g.strideB), g.K, g.N, g.transB, g.ldb, g.strideB);
+  e.c = operand_desc(g.batch, g.M, g.N, false, g.ldc, g.strideC);
+  e.bias = memory::desc(Dims{1, 1, g.N}, memory::data_type::f32, Dims{g.N, g.N, 1});
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (g.alpha != 1.f) attr.set_output_scales(0, {g.alpha});
+  if (g.beta != 0.f) {  // dst = beta * dst + alpha * A B
+    dnnl::post_ops ops;
+    ops.append_sum(g.beta);
+    attr.set_post_ops(ops);
+  }
+  const dnnl::matmul::desc desc = bias_in_primitive(g) ? dnnl::matmul::desc(e.a, e.b, e.bias, e.c)
+                                                       : dnnl::matmul::desc(e.a, e.b, e.c);
+  const dnnl::matmul::primitive_desc pd(desc, attr, engine_);
+  e.primitive = dnnl::matmul(pd);
+  e.scratch = pd.scratchpad_desc();
+  e.implementation = pd.impl_info_str();
+  return e;
+}
+
+const OneDnnMatmul::Entry& OneDnnMatmul::entry(const GemmArgs& g) {
+  const Key key = key_of(g);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) {
+    try {
+      it = cache_.emplace(key, create(g)).first;
+    } catch (const dnnl::error& e) {
+      throw Error(std::string("gemm: oneDNN matmul rejected M=") + std::to_string(g.M) + " N=" + std::to_string(g.N) +
+                  " K=" + std::to_string(g.K) + " batch=" + std::to_string(g.batch) + ": " + e.what());
+    }
+  }
+  return it->second;
+}
+
+void OneDnnMatmul::run(const GemmArgs& g) {
+  check_args(g);
+  if (g.batch == 0 || g.M == 0 || g.N == 0) return;
+  if (g.K == 0) return gemm_empty_k(g);
+  const Entry& e = entry(g);
+
+  // oneDNN takes non-const handles; sources are only read
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(e.a, engine_, const_cast<float*>(g.A))},
+                                       {DNNL_ARG_WEIGHTS, memory(e.b, engine_, const_cast<float*>(g.B))},
+                                       {DNNL_ARG_DST, memory(e.c, engine_, g.C)}};
+  if (bias_in_primitive(g)) args.emplace(DNNL_ARG_BIAS, memory(e.bias, engine_, const_cast<float*>(g.bias)));
+  const size_t scratch_bytes = e.scratch.get_size();
+  const std::unique_ptr<void, std::function<void(void*)>> scratch(
+      scratch_.allocate(scratch_bytes), [&](void* p) { scratch_.deallocate(p, scratch_bytes); });
+  if (scratch) args.emplace(DNNL_ARG_SCRATCHPAD, memory(e.scratch, engine_, scratch.get()));
+  e.primitive.execute(stream_, args);
+  stream_.wait();
+  if (g.bias && !bias_in_primitive(g)) add_bias(g);
+}
+
+std::string OneDnnMatmul::implementation(const GemmArgs& g) {
+  check_args(g);
+  if (g.batch == 0 || g.M == 0 || g.N == 0 || g.K == 0) return "none";
+  return entry(g).implementation;
+}
+
+size_t OneDnnMatmul::cached_primitives() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cache_.size();
+}
+
+}  // namespace hr

@@ -1,0 +1,778 @@
+// The CPU backend against naive reference loops written here (in double where it matters), on awkward sizes.
+#include <doctest/doctest.h>
+#include <omp.h>
+
+#include <chrono>
+#include <cmath>
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "framework/error.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/cpu_allocator.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/onednn_matmul.h"
+
+using namespace hr;
+
+namespace {
+
+using Vec = std::vector<float>;
+
+Vec random_vec(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  Vec v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// |got - want| <= tol * (1 + |want|) everywhere; reports the first offender
+void check_close(const Vec& got, const std::vector<double>& want, double tol, const char* what) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!(std::abs(got[i] - want[i]) <= tol * (1.0 + std::abs(want[i])))) {
+      FAIL_CHECK(what << ": element " << i << " is " << got[i] << ", expected " << want[i]);
+      return;
+    }
+  }
+}
+
+// Runs fn once on one thread and once on all threads; both results must be bitwise equal.
+template <class Fn>
+void check_thread_count_independent(Fn&& fn, const char* what) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const Vec one = fn();
+  omp_set_num_threads(threads);
+  const Vec all = fn();
+  CHECK_MESSAGE(one == all, what << ": result depends on the thread count");
+}
+
+Backend& be() { return cpu_backend(); }
+
+// ---------------------------------------------------------------- gemm
+
+struct GemmCase {
+  int64_t batch, M, N, K;
+  bool transA, transB;
+  int64_t pad;              // extra leading-dimension elements on every operand
+  bool bcastA, bcastB;      // batch stride 0
+  float alpha, beta;
+  bool bias;
+};
+
+void run_gemm_case(const GemmCase& c) {
+  CAPTURE(c.batch); CAPTURE(c.M); CAPTURE(c.N); CAPTURE(c.K); CAPTURE(c.transA); CAPTURE(c.transB);
+  CAPTURE(c.bcastA); CAPTURE(c.bcastB); CAPTURE(c.alpha); CAPTURE(c.beta); CAPTURE(c.bias);
+  const int64_t a_rows = c.transA ? c.K : c.M, a_cols = c.transA ? c.M : c.K;
+  const int64_t b_rows = c.transB ? c.N : c.K, b_cols = c.transB ? c.K : c.N;
+  GemmArgs g;
+  g.batch = c.batch; g.M = c.M; g.N = c.N; g.K = c.K; g.transA = c.transA; g.transB = c.transB;
+  g.lda = a_cols + c.pad; g.ldb = b_cols + c.pad; g.ldc = c.N + c.pad;
+  g.strideA = c.bcastA ? 0 : a_rows * g.lda + 5;  // a gap between matrices, too
+  g.strideB = c.bcastB ? 0 : b_rows * g.ldb + 3;
+  g.strideC = c.M * g.ldc + 2;
+  const Vec A = random_vec(static_cast<size_t>((c.bcastA ? 1 : c.batch) * (a_rows * g.lda + 5)), 1);
+  const Vec B = random_vec(static_cast<size_t>((c.bcastB ? 1 : c.batch) * (b_rows * g.ldb + 3)), 2);
+  const Vec bias = random_vec(static_cast<size_t>(c.N), 3);
+  Vec C = random_vec(static_cast<size_t>(c.batch * g.strideC), 4);
+  const Vec C0 = C;
+  g.A = A.data(); g.B = B.data(); g.C = C.data(); g.alpha = c.alpha; g.beta = c.beta;
+  g.bias = c.bias ? bias.data() : nullptr;
+  be().gemm(g);
+
+  std::vector<double> want(C0.begin(), C0.end());  // padding and gaps must stay untouched
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t i = 0; i < c.M; ++i)
+      for (int64_t j = 0; j < c.N; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < c.K; ++k) {
+          const double a = c.transA ? A[b * g.strideA + k * g.lda + i] : A[b * g.strideA + i * g.lda + k];
+          const double w = c.transB ? B[b * g.strideB + j * g.ldb + k] : B[b * g.strideB + k * g.ldb + j];
+          s += a * w;
+        }
+        const size_t ci = static_cast<size_t>(b * g.strideC + i * g.ldc + j);
+        want[ci] = c.alpha * s + c.beta * C0[ci] + (c.bias ? bias[j] : 0.0);
+      }
+  check_close(C, want, 2e-5, "gemm");
+
+  if (c.K > 0) {
+    CpuAllocator scratch;
+    OneDnnMatmul mm(scratch);
+    const std::string impl = mm.implementation(g);
+    CHECK_MESSAGE(impl.rfind("ref", 0) != 0, "gemm fell back to oneDNN's reference kernel: " << impl);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gemm: every transpose combination, padded leading dims, awkward sizes") {
+  const int64_t sizes[][3] = {{1, 1, 1}, {7, 33, 130}, {33, 7, 1}, {130, 1, 7}, {33, 130, 33}};
+  for (const auto& s : sizes)
+    for (int t = 0; t < 4; ++t)
+      for (int64_t pad : {0, 3})
+        run_gemm_case({1, s[0], s[1], s[2], (t & 1) != 0, (t & 2) != 0, pad, false, false, 1.f, 0.f, false});
+}
+
+TEST_CASE("gemm: batches with broadcast operands, bias, alpha and beta") {
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = (t & 1) != 0, tb = (t & 2) != 0;
+    run_gemm_case({3, 7, 33, 130, ta, tb, 1, false, false, 1.f, 0.f, false});
+    run_gemm_case({3, 7, 33, 130, ta, tb, 1, true, false, 1.f, 0.f, false});   // strideA = 0
+    run_gemm_case({4, 33, 7, 1, ta, tb, 0, false, true, 1.f, 0.f, false});     // strideB = 0
+    run_gemm_case({2, 33, 7, 13, ta, tb, 2, false, false, 0.5f, 0.75f, false});  // alpha, beta
+    run_gemm_case({1, 33, 130, 7, ta, tb, 0, false, false, 1.f, 0.f, true});   // bias input
+    run_gemm_case({2, 7, 33, 7, ta, tb, 3, false, true, 1.f, 0.f, true});      // batched bias input
+    run_gemm_case({2, 7, 33, 7, ta, tb, 3, false, true, 0.25f, 0.f, true});    // bias with alpha (not scaled)
+    run_gemm_case({2, 7, 33, 7, ta, tb, 0, false, false, 1.f, 1.f, false});    // beta = 1: accumulate
+  }
+  run_gemm_case({2, 7, 5, 0, false, false, 1, false, false, 1.f, 0.5f, false});  // K = 0: C = beta C
+  run_gemm_case({1, 7, 5, 0, false, false, 0, false, false, 2.f, 0.f, true});    // K = 0: C = bias
+}
+
+TEST_CASE("gemm: primitives are cached, bad arguments throw") {
+  CpuAllocator scratch;
+  OneDnnMatmul mm(scratch);
+  const Vec A = random_vec(7 * 33, 1), B = random_vec(33 * 5, 2);
+  Vec C(7 * 5);
+  GemmArgs g;
+  g.M = 7; g.N = 5; g.K = 33; g.A = A.data(); g.lda = 33; g.B = B.data(); g.ldb = 5; g.C = C.data(); g.ldc = 5;
+  for (int i = 0; i < 3; ++i) mm.run(g);
+  CHECK(mm.cached_primitives() == 1);
+  g.alpha = 2.f;
+  mm.run(g);
+  CHECK(mm.cached_primitives() == 2);
+  const size_t before = scratch.system_allocations();
+  for (int i = 0; i < 3; ++i) mm.run(g);
+  CHECK(scratch.system_allocations() == before);  // scratchpads come back from the cache
+
+  GemmArgs bad = g;
+  bad.lda = 10;
+  CHECK_THROWS_AS(be().gemm(bad), Error);
+  bad = g;
+  bad.batch = 2;  // strideC 0
+  CHECK_THROWS_AS(be().gemm(bad), Error);
+  bad = g;
+  bad.bias = A.data();
+  bad.beta = 1.f;
+  CHECK_THROWS_AS(be().gemm(bad), Error);
+}
+
+TEST_CASE("gemm: speed of 1024 x 1024 x 1024") {
+  const int64_t n = 1024;
+  const Vec A = random_vec(n * n, 1), B = random_vec(n * n, 2);
+  Vec C(n * n);
+  GemmArgs g;
+  g.M = g.N = g.K = n; g.lda = g.ldb = g.ldc = n; g.A = A.data(); g.B = B.data(); g.C = C.data();
+  be().gemm(g);  // builds the primitive
+  const int reps = 5;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) be().gemm(g);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  MESSAGE("sgemm 1024^3: " << 2.0 * n * n * n * reps / s * 1e-9 << " GFLOP/s on " << omp_get_max_threads()
+                           << " threads");
+}
+
+// ---------------------------------------------------------------- elementwise
+
+namespace {
+
+double ref_unary(Unary op, double x, double a, double b) {
+  switch (op) {
+    case Unary::Copy: return x;
+    case Unary::Neg: return -x;
+    case Unary::Exp: return std::exp(x);
+    case Unary::Log: return std::log(x);
+    case Unary::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case Unary::Tanh: return std::tanh(x);
+    case Unary::Relu: return x > 0 ? x : 0;
+    case Unary::Gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Unary::Sqrt: return std::sqrt(x);
+    case Unary::Square: return x * x;
+    case Unary::Scale: return a * x;
+    case Unary::AddScalar: return x + a;
+    case Unary::Clamp: return std::min(std::max(x, a), b);
+    case Unary::Pow: return std::pow(x, a);
+  }
+  return 0;
+}
+
+// derivative by central differences of the double reference (none of the test points sits on a kink)
+double ref_unary_grad(Unary op, double x, double a, double b) {
+  const double h = 1e-6;
+  return (ref_unary(op, x + h, a, b) - ref_unary(op, x - h, a, b)) / (2 * h);
+}
+
+const Unary kAllUnary[] = {Unary::Copy, Unary::Neg,  Unary::Exp,    Unary::Log,   Unary::Sigmoid,
+                           Unary::Tanh, Unary::Relu, Unary::Gelu,   Unary::Sqrt,  Unary::Square,
+                           Unary::Scale, Unary::AddScalar, Unary::Clamp, Unary::Pow};
+
+}  // namespace
+
+TEST_CASE("unary and unary_backward match double references") {
+  const float a = 0.3f, b = 0.7f;  // scale / add / clamp bounds / exponent
+  for (int64_t n : {1, 33, 100003}) {
+    for (Unary op : kAllUnary) {
+      CAPTURE(n); CAPTURE(static_cast<int>(op));
+      const bool positive = op == Unary::Log || op == Unary::Sqrt || op == Unary::Pow;
+      Vec x = random_vec(static_cast<size_t>(n), 7, positive ? 0.1f : -4.f, 4.f);
+      Vec y(x.size());
+      be().unary(op, x.data(), y.data(), n, a, b);
+      std::vector<double> want(x.size());
+      for (size_t i = 0; i < x.size(); ++i) want[i] = ref_unary(op, x[i], a, b);
+      check_close(y, want, 2e-6, "unary");
+
+      // backward: keep finite-difference points away from the kinks of relu and clamp
+      for (float& v : x)
+        if (std::abs(v) < 1e-3f || std::abs(v - a) < 1e-3f || std::abs(v - b) < 1e-3f) v += 0.01f;
+      be().unary(op, x.data(), y.data(), n, a, b);
+      const Vec gy = random_vec(x.size(), 8);
+      Vec gx = random_vec(x.size(), 9);
+      const Vec gx0 = gx;
+      be().unary_backward(op, x.data(), y.data(), gy.data(), gx.data(), n, a, b, true);
+      for (size_t i = 0; i < x.size(); ++i) want[i] = gx0[i] + gy[i] * ref_unary_grad(op, x[i], a, b);
+      check_close(gx, want, 1e-4, "unary_backward (accumulate)");
+      be().unary_backward(op, x.data(), y.data(), gy.data(), gx.data(), n, a, b, false);
+      for (size_t i = 0; i < x.size(); ++i) want[i] = gy[i] * ref_unary_grad(op, x[i], a, b);
+      check_close(gx, want, 1e-4, "unary_backward");
+    }
+  }
+}
+
+namespace {
+
+Broadcast make_broadcast(std::vector<int64_t> shape, std::vector<int64_t> sa, std::vector<int64_t> sb) {
+  Broadcast p;
+  p.ndim = static_cast<int>(shape.size());
+  for (int d = 0; d < p.ndim; ++d) {
+    p.shape[d] = shape[d];
+    p.sa[d] = sa[d];
+    p.sb[d] = sb[d];
+  }
+  return p;
+}
+
+// element offsets of flat output index i under strides s
+int64_t offset_of(const Broadcast& p, const int64_t* s, int64_t i) {
+  int64_t off = 0;
+  for (int d = p.ndim - 1; d >= 0; --d) {
+    off += i % p.shape[d] * s[d];
+    i /= p.shape[d];
+  }
+  return off;
+}
+
+int64_t extent(const Broadcast& p, const int64_t* s) {  // elements an operand needs
+  int64_t e = 1;
+  for (int d = 0; d < p.ndim; ++d) e += (p.shape[d] - 1) * s[d];
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("binary over broadcast patterns") {
+  const Broadcast cases[] = {
+      make_broadcast({7, 33}, {33, 1}, {33, 1}),                  // same shape
+      make_broadcast({130, 33}, {33, 1}, {0, 1}),                 // bias along rows
+      make_broadcast({7, 33}, {33, 1}, {0, 0}),                   // scalar b
+      make_broadcast({33, 7}, {7, 1}, {1, 0}),                    // column broadcast
+      make_broadcast({3, 4, 5}, {5, 0, 1}, {0, 5, 1}),            // both broadcast, different dims
+      make_broadcast({7, 33}, {1, 7}, {33, 1}),                   // a transposed view
+      make_broadcast({1, 1, 1}, {0, 0, 0}, {0, 0, 0}),            // one element
+      make_broadcast({2, 3, 1, 5, 2, 3}, {90, 30, 0, 6, 3, 1}, {0, 1, 0, 0, 0, 0}),  // 6-d
+      make_broadcast({1000, 130}, {130, 1}, {0, 1}),              // large: the parallel path
+      make_broadcast({1000, 130}, {0, 1}, {1, 0}),                // large outer product
+  };
+  const Binary ops[] = {Binary::Add, Binary::Sub, Binary::Mul, Binary::Div, Binary::MaskFill};
+  const float scalar = -7.5f;
+  int case_no = 0;
+  for (const Broadcast& p : cases) {
+    ++case_no;
+    for (Binary op : ops) {
+      CAPTURE(case_no); CAPTURE(static_cast<int>(op));
+      const Vec a = random_vec(static_cast<size_t>(extent(p, p.sa)), 11);
+      Vec b = random_vec(static_cast<size_t>(extent(p, p.sb)), 12, 0.5f, 2.f);
+      if (op == Binary::MaskFill)
+        for (size_t i = 0; i < b.size(); ++i) b[i] = i % 3 == 0 ? 1.f : 0.f;
+      Vec out(static_cast<size_t>(p.numel()));
+      be().binary(op, p, a.data(), b.data(), out.data(), scalar);
+      std::vector<double> want(out.size());
+      for (int64_t i = 0; i < p.numel(); ++i) {
+        const double u = a[offset_of(p, p.sa, i)], v = b[offset_of(p, p.sb, i)];
+        want[i] = op == Binary::Add ? u + v : op == Binary::Sub ? u - v : op == Binary::Mul ? u * v
+                : op == Binary::Div ? u / v : (v != 0 ? scalar : u);
+      }
+      check_close(out, want, 1e-6, "binary");
+    }
+  }
+}
+
+TEST_CASE("sum_to over leading, middle, trailing and all dims, deterministic") {
+  struct Case {
+    std::vector<int64_t> shape, out_strides;
+  };
+  const Case cases[] = {
+      {{7, 33, 5}, {0, 5, 1}},      // leading: bias grad
+      {{7, 33, 5}, {5, 0, 1}},      // middle
+      {{7, 33, 5}, {33, 1, 0}},     // trailing
+      {{7, 33, 5}, {0, 0, 0}},      // everything
+      {{7, 33, 5}, {0, 1, 0}},      // leading and trailing
+      {{7, 33, 5}, {165, 5, 1}},    // nothing
+      {{5000, 33}, {0, 1}},         // long leading reduction: segments
+      {{3, 100003}, {1, 0}},        // few long trailing reductions: segments
+      {{200003}, {0}},              // one long reduction
+      {{1, 130}, {0, 1}},           // a size-1 dim summed away
+      {{4096, 768}, {0, 1}},        // a transformer's bias grad
+  };
+  for (const Case& c : cases) {
+    Broadcast p;
+    p.ndim = static_cast<int>(c.shape.size());
+    int64_t out_numel = 1;
+    for (int d = 0; d < p.ndim; ++d) {
+      p.shape[d] = c.shape[d];
+      p.sa[d] = c.out_strides[d];
+      if (c.out_strides[d] != 0) out_numel *= c.shape[d];
+    }
+    CAPTURE(p.numel()); CAPTURE(out_numel);
+    const Vec x = random_vec(static_cast<size_t>(p.numel()), 21);
+    std::vector<double> want(static_cast<size_t>(out_numel), 0.0);
+    for (int64_t i = 0; i < p.numel(); ++i) want[offset_of(p, p.sa, i)] += x[i];
+
+    Vec out(static_cast<size_t>(out_numel), 123.f);  // overwritten
+    be().sum_to(p, x.data(), out.data(), out_numel, false);
+    check_close(out, want, 1e-5, "sum_to");
+
+    Vec acc = random_vec(static_cast<size_t>(out_numel), 22);
+    std::vector<double> want_acc(want);
+    for (size_t i = 0; i < acc.size(); ++i) want_acc[i] += acc[i];
+    be().sum_to(p, x.data(), acc.data(), out_numel, true);
+    check_close(acc, want_acc, 1e-5, "sum_to (accumulate)");
+
+    check_thread_count_independent([&] {
+      Vec o(static_cast<size_t>(out_numel));
+      be().sum_to(p, x.data(), o.data(), out_numel, false);
+      return o;
+    }, "sum_to");
+  }
+  Broadcast p = make_broadcast({7, 33}, {0, 1}, {0, 0});
+  Vec out(7);
+  const Vec x(7 * 33, 1.f);
+  CHECK_THROWS_AS(be().sum_to(p, x.data(), out.data(), 7, false), Error);  // out has 33 elements, not 7
+}
+
+TEST_CASE("copy_strided: permute, and slice with accumulate") {
+  // (2, 3, 4, 5) -> (2, 4, 3, 5): swap the middle dims, as for attention heads
+  const int64_t src_shape[4] = {2, 3, 4, 5};
+  const Vec src = random_vec(120, 31);
+  const int64_t shape[4] = {2, 4, 3, 5};
+  const int64_t src_strides[4] = {60, 5, 20, 1};  // strides of src, permuted
+  const int64_t dst_strides[4] = {60, 15, 5, 1};
+  Vec dst(120, -1.f);
+  be().copy_strided(4, shape, src.data(), src_strides, dst.data(), dst_strides, false);
+  std::vector<double> want(120);
+  for (int64_t a = 0; a < src_shape[0]; ++a)
+    for (int64_t h = 0; h < src_shape[1]; ++h)
+      for (int64_t t = 0; t < src_shape[2]; ++t)
+        for (int64_t d = 0; d < src_shape[3]; ++d) want[a * 60 + t * 15 + h * 5 + d] = src[a * 60 + h * 20 + t * 5 + d];
+  check_close(dst, want, 0, "copy_strided permute");
+
+  // a full 2-d transpose (the innermost dim strided in src)
+  const int64_t tshape[2] = {130, 33}, tsrc[2] = {1, 130}, tdst[2] = {33, 1};
+  const Vec m = random_vec(130 * 33, 32);
+  Vec mt(130 * 33);
+  be().copy_strided(2, tshape, m.data(), tsrc, mt.data(), tdst, false);
+  std::vector<double> want_t(mt.size());
+  for (int64_t i = 0; i < 130; ++i)
+    for (int64_t j = 0; j < 33; ++j) want_t[i * 33 + j] = m[j * 130 + i];
+  check_close(mt, want_t, 0, "copy_strided transpose");
+
+  // src (7, 33) columns [5, 16) added into dst (7, 40) columns [20, 31)
+  const Vec s2 = random_vec(7 * 33, 33);
+  Vec d2 = random_vec(7 * 40, 34);
+  const Vec d20 = d2;
+  const int64_t sl_shape[2] = {7, 11}, sl_src[2] = {33, 1}, sl_dst[2] = {40, 1};
+  be().copy_strided(2, sl_shape, s2.data() + 5, sl_src, d2.data() + 20, sl_dst, true);
+  std::vector<double> want2(d20.begin(), d20.end());
+  for (int64_t i = 0; i < 7; ++i)
+    for (int64_t j = 0; j < 11; ++j) want2[i * 40 + 20 + j] += s2[i * 33 + 5 + j];
+  check_close(d2, want2, 1e-6, "copy_strided slice accumulate");
+}
+
+TEST_CASE("sum_squares, fill, fill_i32, copies") {
+  const Vec x = random_vec(1000003, 41);
+  double want = 0;
+  for (float v : x) want += static_cast<double>(v) * v;
+  CHECK(be().sum_squares(x.data(), static_cast<int64_t>(x.size())) == doctest::Approx(want).epsilon(1e-12));
+  CHECK(be().sum_squares(x.data(), 0) == 0.0);
+  Vec f(100003);
+  be().fill(f.data(), static_cast<int64_t>(f.size()), 2.5f);
+  CHECK(std::all_of(f.begin(), f.end(), [](float v) { return v == 2.5f; }));
+  std::vector<int32_t> fi(77);
+  be().fill_i32(fi.data(), 77, -3);
+  CHECK(std::all_of(fi.begin(), fi.end(), [](int32_t v) { return v == -3; }));
+  Vec g(f.size());
+  be().copy(g.data(), x.data(), g.size() * sizeof(float));
+  CHECK(std::equal(g.begin(), g.end(), x.begin()));
+}
+
+// ---------------------------------------------------------------- row ops
+
+TEST_CASE("softmax with mask and scale, its backward, log_softmax") {
+  const int64_t B = 2, H = 3, T = 5, n = 7, rows = B * H * T;
+  const float scale = 0.37f;
+  const Vec x = random_vec(rows * n, 51, -3.f, 3.f);
+  Vec mask(B * n, 0.f);
+  for (int64_t j = 4; j < n; ++j) mask[j] = -1e9f;  // batch 0: keys 4.. masked
+  for (int64_t j = 0; j < n; ++j) mask[n + j] = -1e9f;  // batch 1: everything masked
+  Vec y(rows * n);
+  be().softmax(x.data(), mask.data(), y.data(), rows, n, scale, H * T);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t b = r / (H * T);
+    if (b == 1) {  // fully masked: finite and a distribution
+      double s = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        CHECK(std::isfinite(y[r * n + j]));
+        s += y[r * n + j];
+      }
+      CHECK(s == doctest::Approx(1.0).epsilon(1e-5));
+      continue;
+    }
+    double mx = -1e300, s = 0;
+    std::vector<double> v(n);
+    for (int64_t j = 0; j < n; ++j) mx = std::max(mx, v[j] = scale * x[r * n + j] + mask[b * n + j]);
+    for (int64_t j = 0; j < n; ++j) s += std::exp(v[j] - mx);
+    for (int64_t j = 0; j < n; ++j) CHECK(y[r * n + j] == doctest::Approx(std::exp(v[j] - mx) / s).epsilon(1e-5));
+    CHECK(y[r * n + 5] == 0.f);
+  }
+
+  // backward against the closed form
+  const Vec gy = random_vec(rows * n, 52);
+  Vec gx = random_vec(rows * n, 53);
+  const Vec gx0 = gx;
+  be().softmax_backward(y.data(), gy.data(), gx.data(), rows, n, scale, true);
+  std::vector<double> want(rows * n);
+  for (int64_t r = 0; r < rows; ++r) {
+    double dot = 0;
+    for (int64_t j = 0; j < n; ++j) dot += static_cast<double>(gy[r * n + j]) * y[r * n + j];
+    for (int64_t j = 0; j < n; ++j)
+      want[r * n + j] = gx0[r * n + j] + scale * y[r * n + j] * (gy[r * n + j] - dot);
+  }
+  check_close(gx, want, 1e-5, "softmax_backward");
+
+  // backward against finite differences of the forward (no mask), in the loss sum(gy * y)
+  {
+    const int64_t m = 6;
+    Vec xs = random_vec(m, 54), ys(m), g(m);
+    const Vec gys = random_vec(m, 55);
+    be().softmax(xs.data(), nullptr, ys.data(), 1, m, scale, 1);
+    be().softmax_backward(ys.data(), gys.data(), g.data(), 1, m, scale, false);
+    const auto loss = [&](const Vec& in) {
+      double mx = -1e300, s = 0, l = 0;
+      for (float v : in) mx = std::max(mx, scale * static_cast<double>(v));
+      for (float v : in) s += std::exp(scale * static_cast<double>(v) - mx);
+      for (int64_t j = 0; j < m; ++j) l += gys[j] * std::exp(scale * static_cast<double>(in[j]) - mx) / s;
+      return l;
+    };
+    for (int64_t j = 0; j < m; ++j) {
+      Vec p = xs, q = xs;
+      p[j] += 1e-2f;
+      q[j] -= 1e-2f;
+      const double fd = (loss(p) - loss(q)) / (static_cast<double>(p[j]) - q[j]);
+      CHECK(g[j] == doctest::Approx(fd).epsilon(1e-3));
+    }
+  }
+
+  // log_softmax with the same mask convention, and its backward
+  Vec lp(rows * n);
+  const Vec lmask = random_vec(B * n, 56, -2.f, 0.f);
+  be().log_softmax(x.data(), lmask.data(), lp.data(), rows, n, H * T);
+  std::vector<double> want_lp(rows * n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t b = r / (H * T);
+    double mx = -1e300, s = 0;
+    for (int64_t j = 0; j < n; ++j) mx = std::max(mx, static_cast<double>(x[r * n + j]) + lmask[b * n + j]);
+    for (int64_t j = 0; j < n; ++j) s += std::exp(static_cast<double>(x[r * n + j]) + lmask[b * n + j] - mx);
+    for (int64_t j = 0; j < n; ++j)
+      want_lp[r * n + j] = static_cast<double>(x[r * n + j]) + lmask[b * n + j] - mx - std::log(s);
+  }
+  check_close(lp, want_lp, 1e-5, "log_softmax");
+  be().log_softmax_backward(lp.data(), gy.data(), gx.data(), rows, n, false);
+  for (int64_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (int64_t j = 0; j < n; ++j) s += gy[r * n + j];
+    for (int64_t j = 0; j < n; ++j) want[r * n + j] = gy[r * n + j] - std::exp(static_cast<double>(lp[r * n + j])) * s;
+  }
+  check_close(gx, want, 1e-5, "log_softmax_backward");
+
+  // many rows: the parallel path gives the same numbers as the serial one
+  const Vec big = random_vec(4096 * 130, 57);
+  check_thread_count_independent([&] {
+    Vec o(big.size());
+    be().softmax(big.data(), nullptr, o.data(), 4096, 130, 1.f, 1);
+    return o;
+  }, "softmax");
+}
+
+TEST_CASE("layer_norm forward and backward") {
+  for (int64_t n : {1, 7, 130}) {
+    const int64_t rows = 33;
+    const float eps = 1e-5f;
+    CAPTURE(n);
+    const Vec x = random_vec(rows * n, 61, -2.f, 3.f), gamma = random_vec(n, 62), beta = random_vec(n, 63);
+    Vec y(rows * n), mean(rows), rstd(rows);
+    be().layer_norm(x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data(), rows, n, eps);
+    std::vector<double> want_y(rows * n), want_mean(rows), want_rstd(rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      double m = 0, v = 0;
+      for (int64_t j = 0; j < n; ++j) m += x[r * n + j];
+      m /= n;
+      for (int64_t j = 0; j < n; ++j) v += (x[r * n + j] - m) * (x[r * n + j] - m);
+      v /= n;
+      want_mean[r] = m;
+      want_rstd[r] = 1 / std::sqrt(v + eps);
+      for (int64_t j = 0; j < n; ++j) want_y[r * n + j] = (x[r * n + j] - m) * want_rstd[r] * gamma[j] + beta[j];
+    }
+    check_close(y, want_y, 1e-4, "layer_norm y");
+    check_close(mean, want_mean, 1e-5, "layer_norm mean");
+    check_close(rstd, want_rstd, 1e-4, "layer_norm rstd");
+
+    const Vec gy = random_vec(rows * n, 64);
+    Vec gx = random_vec(rows * n, 65), ggamma = random_vec(n, 66), gbeta = random_vec(n, 67);
+    const Vec gx0 = gx, gg0 = ggamma, gb0 = gbeta;
+    be().layer_norm_backward(x.data(), gamma.data(), mean.data(), rstd.data(), gy.data(), gx.data(), ggamma.data(),
+                             gbeta.data(), rows, n, true);
+    std::vector<double> want_gx(rows * n), want_gg(gg0.begin(), gg0.end()), want_gb(gb0.begin(), gb0.end());
+    for (int64_t r = 0; r < rows; ++r) {
+      double mg = 0, mgx = 0;
+      std::vector<double> xhat(n);
+      for (int64_t j = 0; j < n; ++j) {
+        xhat[j] = (x[r * n + j] - want_mean[r]) * want_rstd[r];
+        mg += gy[r * n + j] * gamma[j];
+        mgx += gy[r * n + j] * gamma[j] * xhat[j];
+        want_gg[j] += gy[r * n + j] * xhat[j];
+        want_gb[j] += gy[r * n + j];
+      }
+      mg /= n;
+      mgx /= n;
+      for (int64_t j = 0; j < n; ++j)
+        want_gx[r * n + j] = gx0[r * n + j] + want_rstd[r] * (gy[r * n + j] * gamma[j] - mg - xhat[j] * mgx);
+    }
+    check_close(gx, want_gx, 1e-4, "layer_norm gx");
+    check_close(ggamma, want_gg, 1e-4, "layer_norm ggamma");
+    check_close(gbeta, want_gb, 1e-5, "layer_norm gbeta");
+  }
+
+  // gx against finite differences of a double forward, in the loss sum(gy * y)
+  const int64_t n = 7;
+  const Vec x = random_vec(n, 68), gamma = random_vec(n, 69), beta = random_vec(n, 70), gy = random_vec(n, 71);
+  Vec y(n), gx(n), gg(n, 0.f), gb(n, 0.f);
+  float mean, rstd;
+  be().layer_norm(x.data(), gamma.data(), beta.data(), y.data(), &mean, &rstd, 1, n, 1e-5f);
+  be().layer_norm_backward(x.data(), gamma.data(), &mean, &rstd, gy.data(), gx.data(), gg.data(), gb.data(), 1, n,
+                           false);
+  const auto loss = [&](std::vector<double> v) {
+    double m = 0, var = 0, l = 0;
+    for (double e : v) m += e;
+    m /= n;
+    for (double e : v) var += (e - m) * (e - m);
+    const double rs = 1 / std::sqrt(var / n + 1e-5);
+    for (int64_t j = 0; j < n; ++j) l += gy[j] * ((v[j] - m) * rs * gamma[j] + beta[j]);
+    return l;
+  };
+  for (int64_t j = 0; j < n; ++j) {
+    std::vector<double> p(x.begin(), x.end()), q(x.begin(), x.end());
+    p[j] += 1e-6;
+    q[j] -= 1e-6;
+    CHECK(gx[j] == doctest::Approx((loss(p) - loss(q)) / 2e-6).epsilon(1e-3));
+  }
+}
+
+TEST_CASE("cross_entropy with ignore_index and label smoothing") {
+  const int64_t rows = 9, C = 7;
+  const int32_t ignore = -100;
+  const float s = 0.1f, gscale = 0.25f;
+  const Vec logits = random_vec(rows * C, 81, -4.f, 4.f);
+  const std::vector<int32_t> labels = {0, 6, ignore, 3, 3, ignore, 1, 5, 2};
+  Vec logp(rows * C), loss(rows, 99.f);
+  const int64_t counted = be().cross_entropy(logits.data(), labels.data(), logp.data(), loss.data(), rows, C, ignore, s);
+  CHECK(counted == 7);
+  std::vector<double> want_loss(rows), want_g(rows * C);
+  Vec g = random_vec(rows * C, 82);
+  const Vec g0 = g;
+  for (int64_t r = 0; r < rows; ++r) {
+    double mx = -1e300, se = 0;
+    for (int64_t j = 0; j < C; ++j) mx = std::max(mx, static_cast<double>(logits[r * C + j]));
+    for (int64_t j = 0; j < C; ++j) se += std::exp(logits[r * C + j] - mx);
+    const double lse = mx + std::log(se);
+    double nll = 0, sum_lp = 0;
+    for (int64_t j = 0; j < C; ++j) {
+      const double lp = logits[r * C + j] - lse;
+      sum_lp += lp;
+      if (j == labels[r]) nll = -lp;
+      const double target = labels[r] == ignore ? 0 : s / C + (j == labels[r] ? 1 - s : 0);
+      want_g[r * C + j] = g0[r * C + j] + (labels[r] == ignore ? 0 : gscale * (std::exp(lp) - target));
+    }
+    want_loss[r] = labels[r] == ignore ? 0 : (1 - s) * nll - s / C * sum_lp;
+  }
+  check_close(loss, want_loss, 1e-5, "cross_entropy loss");
+  be().cross_entropy_backward(logp.data(), labels.data(), g.data(), rows, C, ignore, s, gscale, true);
+  check_close(g, want_g, 1e-5, "cross_entropy_backward");
+
+  std::vector<int32_t> bad = labels;
+  bad[4] = 7;  // == C
+  CHECK_THROWS_AS(be().cross_entropy(logits.data(), bad.data(), logp.data(), loss.data(), rows, C, ignore, s), Error);
+}
+
+// ---------------------------------------------------------------- embeddings, optimizer, random
+
+TEST_CASE("gather_rows and scatter_add_rows with repeated ids") {
+  for (int64_t dim : {1, 33, 1000}) {
+    CAPTURE(dim);
+    const int64_t vocab = 10, n_ids = 130;
+    const Vec table = random_vec(vocab * dim, 91);
+    std::vector<int32_t> ids(n_ids);
+    for (int64_t i = 0; i < n_ids; ++i) ids[i] = static_cast<int32_t>((i * 7 + i / 3) % vocab);
+    Vec out(n_ids * dim);
+    be().gather_rows(table.data(), ids.data(), out.data(), n_ids, dim);
+    std::vector<double> want(out.size());
+    for (int64_t i = 0; i < n_ids; ++i)
+      for (int64_t c = 0; c < dim; ++c) want[i * dim + c] = table[ids[i] * dim + c];
+    check_close(out, want, 0, "gather_rows");
+
+    const Vec g = random_vec(n_ids * dim, 92);
+    Vec gt = random_vec(vocab * dim, 93);
+    std::vector<double> want_gt(gt.begin(), gt.end());
+    for (int64_t i = 0; i < n_ids; ++i)
+      for (int64_t c = 0; c < dim; ++c) want_gt[ids[i] * dim + c] += g[i * dim + c];
+    be().scatter_add_rows(g.data(), ids.data(), gt.data(), n_ids, dim);
+    check_close(gt, want_gt, 1e-5, "scatter_add_rows");
+    check_thread_count_independent([&] {
+      Vec t(vocab * dim, 0.f);
+      be().scatter_add_rows(g.data(), ids.data(), t.data(), n_ids, dim);
+      return t;
+    }, "scatter_add_rows");
+  }
+}
+
+TEST_CASE("adamw over 3 steps matches a scalar reference") {
+  const int64_t n1 = 7, n2 = 130;
+  Vec p1 = random_vec(n1, 101), p2 = random_vec(n2, 102);
+  Vec m1(n1, 0.f), v1(n1, 0.f), m2(n2, 0.f), v2(n2, 0.f);
+  std::vector<double> rp1(p1.begin(), p1.end()), rp2(p2.begin(), p2.end());
+  std::vector<double> rm1(n1), rv1(n1), rm2(n2), rv2(n2);
+  AdamWHyper h;
+  h.lr = 0.01f;
+  h.beta1 = 0.8f;
+  h.beta2 = 0.95f;
+  h.eps = 1e-6f;
+  const float wd1 = 0.1f, wd2 = 0.f;
+  const auto ref_step = [&](std::vector<double>& p, const Vec& g, std::vector<double>& m, std::vector<double>& v,
+                            double wd, int64_t t) {
+    for (size_t i = 0; i < p.size(); ++i) {
+      p[i] *= 1 - double{h.lr} * wd;
+      m[i] = h.beta1 * m[i] + (1 - double{h.beta1}) * g[i];
+      v[i] = h.beta2 * v[i] + (1 - double{h.beta2}) * g[i] * g[i];
+      const double mhat = m[i] / (1 - std::pow(double{h.beta1}, t)), vhat = v[i] / (1 - std::pow(double{h.beta2}, t));
+      p[i] -= h.lr * mhat / (std::sqrt(vhat) + h.eps);
+    }
+  };
+  for (int64_t t = 1; t <= 3; ++t) {
+    const Vec g1 = random_vec(n1, 110 + static_cast<uint32_t>(t)), g2 = random_vec(n2, 120 + static_cast<uint32_t>(t));
+    const AdamWSlot slots[2] = {{p1.data(), g1.data(), m1.data(), v1.data(), n1, wd1},
+                                {p2.data(), g2.data(), m2.data(), v2.data(), n2, wd2}};
+    h.step = t;
+    be().adamw(slots, 2, h);
+    ref_step(rp1, g1, rm1, rv1, wd1, t);
+    ref_step(rp2, g2, rm2, rv2, wd2, t);
+  }
+  check_close(p1, rp1, 1e-5, "adamw slot 1");
+  check_close(p2, rp2, 1e-5, "adamw slot 2");
+  check_close(m2, rm2, 1e-6, "adamw m");
+  check_close(v2, rv2, 1e-6, "adamw v");
+}
+
+TEST_CASE("dropout_mask and uniform: statistics, reproducible, thread-count independent") {
+  const int64_t n = 200003;
+  const float p = 0.1f;
+  Vec mask(n);
+  be().dropout_mask(mask.data(), n, p, 42, 1000);
+  int64_t zeros = 0;
+  double sum = 0;
+  for (float v : mask) {
+    CHECK((v == 0.f || v == doctest::Approx(1.0 / (1.0 - p))));
+    zeros += v == 0.f;
+    sum += v;
+  }
+  CHECK(static_cast<double>(zeros) / n == doctest::Approx(p).epsilon(0.05));
+  CHECK(sum / n == doctest::Approx(1.0).epsilon(0.01));
+  Vec again(n);
+  be().dropout_mask(again.data(), n, p, 42, 1000);
+  CHECK(mask == again);
+  Vec shifted(n - 500);
+  be().dropout_mask(shifted.data(), n - 500, p, 42, 1500);  // element i depends only on offset + i
+  CHECK(std::equal(shifted.begin(), shifted.end(), mask.begin() + 500));
+  Vec other(n);
+  be().dropout_mask(other.data(), n, p, 43, 1000);
+  CHECK(mask != other);
+  check_thread_count_independent([&] {
+    Vec m(n);
+    be().dropout_mask(m.data(), n, p, 7, 0);
+    return m;
+  }, "dropout_mask");
+  CHECK_THROWS_AS(be().dropout_mask(mask.data(), n, 1.5f, 1, 0), Error);
+
+  Vec u(n);
+  be().uniform(u.data(), n, 5, 0);
+  CHECK(std::all_of(u.begin(), u.end(), [](float v) { return v > 0.f && v < 1.f; }));
+  CHECK(std::accumulate(u.begin(), u.end(), 0.0) / n == doctest::Approx(0.5).epsilon(0.01));
+  check_thread_count_independent([&] {
+    Vec m(n);
+    be().uniform(m.data(), n, 5, 0);
+    return m;
+  }, "uniform");
+}
+
+// ---------------------------------------------------------------- allocator
+
+TEST_CASE("allocator: a repeated pattern of allocations reaches the system once") {
+  const size_t sizes[] = {1, 64, 100, 1000, 4096, 5000, 1 << 20, 3 * (1 << 20) + 7};
+  const auto step = [&] {
+    std::vector<void*> blocks;
+    for (size_t s : sizes) {
+      void* p = be().alloc(s);
+      CHECK(reinterpret_cast<uintptr_t>(p) % 64 == 0);
+      std::memset(p, 1, s);
+      blocks.push_back(p);
+    }
+    for (size_t i = 0; i < blocks.size(); ++i) be().dealloc(blocks[i], sizes[i]);
+  };
+  const size_t in_use = be().bytes_in_use();
+  step();
+  const size_t after_first = be().system_allocations();
+  CHECK(be().bytes_in_use() == in_use);
+  CHECK(be().peak_bytes_in_use() >= in_use + (1 << 20) + 3 * (1 << 20));
+  for (int i = 0; i < 3; ++i) step();
+  CHECK(be().system_allocations() == after_first);
+  CHECK(be().alloc(0) == nullptr);
+
+  for (size_t s = 1; s < 100000; s = s * 3 / 2 + 1) {
+    const size_t c = CpuAllocator::size_class(s);
+    CHECK(c >= s);
+    CHECK(c % 64 == 0);
+    CHECK(c <= std::max<size_t>(256, s + s / 4 + 64));
+  }
+  CpuAllocator a;
+  void* p = a.allocate(1000);
+  a.deallocate(p, 1000);
+  CHECK(a.bytes_cached() == CpuAllocator::size_class(1000));
+  CHECK(a.allocate(990) == p);  // same size class: the cached block
+  CHECK(a.system_allocations() == 1);
+  a.deallocate(p, 990);
+  a.release_cached();
+  CHECK(a.bytes_cached() == 0);
+}
