@@ -39,7 +39,7 @@ void* CachingAllocator::alloc(size_t bytes) {
     ++system_allocations_;
   }
   live_[p] = Live{cls, bytes};
-  in_use_ += bytes;
+  in_use_ += cls;
   if (in_use_ > peak_) peak_ = in_use_;
   return p;
 }
@@ -52,7 +52,7 @@ void CachingAllocator::dealloc(void* p, size_t bytes) {
     throw Error("CUDA dealloc of " + std::to_string(bytes) + " bytes at a pointer this allocator did not hand out " +
                 "with that size");
   free_[it->second.size_class].push_back(p);
-  in_use_ -= bytes;
+  in_use_ -= it->second.size_class;
   live_.erase(it);
 }
 

@@ -23,7 +23,7 @@ class CachingAllocator {
   void dealloc(void* p, size_t bytes);
 
   size_t system_allocations() const;
-  size_t bytes_in_use() const;       // bytes requested by live allocations
+  size_t bytes_in_use() const;       // bytes of the blocks handed out (size classes, not requested sizes)
   size_t peak_bytes_in_use() const;
 
   // The bucket a request of `bytes` is served from: 512 B minimum, then four classes per power of two (<= 25% slack).

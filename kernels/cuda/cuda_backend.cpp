@@ -24,6 +24,11 @@ namespace {
 
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
+void check_ndim(int ndim, const char* op) {
+  HR_CHECK(ndim >= 0 && ndim <= kMaxDims,
+           std::string(op) + ": ndim " + std::to_string(ndim) + " outside [0, " + std::to_string(kMaxDims) + "]");
+}
+
 class CudaBackend final : public Backend {
  public:
   CudaBackend() {
@@ -50,8 +55,8 @@ class CudaBackend final : public Backend {
     HR_CUDA_CHECK(cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost, stream_));
     HR_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
-  // From pageable host memory the data is staged before cudaMemcpyAsync returns: the caller may reuse src_host at
-  // once, and no synchronization is needed.
+  // From pageable host memory (all the framework passes) the data is staged before cudaMemcpyAsync returns, so the
+  // caller may reuse src_host at once without a synchronization.
   void from_host(void* dst, const void* src_host, size_t bytes) override {
     if (bytes == 0) return;
     HR_CUDA_CHECK(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, stream_));
@@ -69,6 +74,7 @@ class CudaBackend final : public Backend {
     cuda::uniform(x, n, seed, offset, stream_);
   }
   void dropout_mask(float* mask, int64_t n, float p, uint64_t seed, uint64_t offset) override {
+    HR_CHECK(p >= 0.f && p < 1.f, "dropout: probability " + std::to_string(p) + " outside [0, 1)");
     cuda::dropout_mask(mask, n, p, seed, offset, stream_);
   }
 
@@ -106,13 +112,16 @@ class CudaBackend final : public Backend {
     cuda::unary_backward(op, x, y, gy, gx, n, a, b, accumulate, stream_);
   }
   void binary(Binary op, const Broadcast& p, const float* a, const float* b, float* out, float scalar) override {
+    check_ndim(p.ndim, "binary");
     cuda::binary(op, p, a, b, out, scalar, stream_);
   }
   void sum_to(const Broadcast& p, const float* x, float* out, int64_t out_numel, bool accumulate) override {
+    check_ndim(p.ndim, "sum_to");
     cuda::sum_to(p, x, out, out_numel, accumulate, allocator_, stream_);
   }
   void copy_strided(int ndim, const int64_t* shape, const float* src, const int64_t* src_strides, float* dst,
                     const int64_t* dst_strides, bool accumulate) override {
+    check_ndim(ndim, "copy_strided");
     cuda::copy_strided(ndim, shape, src, src_strides, dst, dst_strides, accumulate, stream_);
   }
   double sum_squares(const float* x, int64_t n) override { return cuda::sum_squares(x, n, allocator_, stream_); }
@@ -164,6 +173,7 @@ class CudaBackend final : public Backend {
 
   // ---- optimizer
   void adamw(const AdamWSlot* slots, int count, const AdamWHyper& h) override {
+    HR_CHECK(h.step >= 1, "adamw: step " + std::to_string(h.step) + " must be >= 1");
     cuda::adamw(slots, count, h, allocator_, stream_);
   }
 
