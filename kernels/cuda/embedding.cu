@@ -27,15 +27,15 @@ __global__ void scatter_add_rows_kernel(const float* g, const int32_t* ids, floa
     for (int64_t c0 = 0; c0 < dim; c0 += blockDim.x) {  // uniform across the block: every lane takes part in ballots
       const int64_t c = c0 + threadIdx.x;
       float acc = c < dim ? row[c] : 0.f;
-      // each warp scans the ids 32 at a time and walks the matches in ascending order
+      // each warp scans the ids 32 at a time and adds the matches in ascending order; the unrolled, predicated loads
+      // are independent of acc, so they are all in flight together when an id repeats often (padding, token types)
       for (int64_t j0 = i; j0 < n_ids; j0 += 32) {
         const int64_t j = j0 + lane;
-        unsigned hits = __ballot_sync(0xffffffffu, j < n_ids && ids[j] == id);
-        while (hits != 0) {
-          const int k = __ffs(hits) - 1;
-          hits &= hits - 1;
-          if (c < dim) acc += g[(j0 + k) * dim + c];
-        }
+        const unsigned hits = __ballot_sync(0xffffffffu, j < n_ids && ids[j] == id);
+        if (hits == 0 || c >= dim) continue;
+#pragma unroll
+        for (int k = 0; k < 32; ++k)
+          if (hits & (1u << k)) acc += g[(j0 + k) * dim + c];
       }
       if (c < dim) row[c] = acc;
     }
@@ -53,8 +53,8 @@ void gather_rows(const float* table, const int32_t* ids, float* out, int64_t n_i
 void scatter_add_rows(const float* g, const int32_t* ids, float* gtable, int64_t n_ids, int64_t dim,
                       cudaStream_t stream) {
   if (n_ids <= 0 || dim <= 0) return;
-  unsigned threads = 32;  // one column a thread, up to 256
-  while (threads < 256 && threads < dim) threads *= 2;
+  unsigned threads = 32;  // one column a thread, up to 1024
+  while (threads < 1024 && threads < dim) threads *= 2;
   scatter_add_rows_kernel<<<row_blocks(n_ids), threads, 0, stream>>>(g, ids, gtable, n_ids, dim);
   HR_CUDA_CHECK_LAUNCH();
 }

@@ -23,10 +23,10 @@ struct SumToPlan {
 // which this checks), and returns the plan.
 SumToPlan plan_sum_to(const Broadcast& p, int64_t out_numel) {
   SumToPlan plan;
-  int64_t xstride[kMaxDims], expected_out_stride = 1;
-  for (int d = p.ndim - 1, s = 1; d >= 0; --d) {
-    xstride[d] = s;
-    s *= p.shape[d];
+  int64_t xstride[kMaxDims], contiguous = 1, expected_out_stride = 1;
+  for (int d = p.ndim - 1; d >= 0; --d) {
+    xstride[d] = contiguous;
+    contiguous *= p.shape[d];
   }
   for (int d = p.ndim - 1; d >= 0; --d) {  // inner to outer, to check the output strides
     if (p.shape[d] == 1 || p.sa[d] == 0) continue;
