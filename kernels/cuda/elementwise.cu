@@ -1,0 +1,130 @@
+// Elementwise kernels: grid-stride loops over the functors of kernels/math, the same code the CPU backend runs.
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launchers.h"
+#include "kernels/cuda/strided_index.h"
+#include "kernels/math/random.h"
+#include "kernels/math/unary.h"
+
+namespace hr::cuda {
+namespace {
+
+template <typename T>
+__global__ void fill_kernel(T* x, int64_t n, T value) {
+  HR_GRID_STRIDE(i, n) x[i] = value;
+}
+
+__global__ void uniform_kernel(float* x, int64_t n, uint64_t seed, uint64_t offset) {
+  HR_GRID_STRIDE(i, n) x[i] = math::uniform01(seed, offset + static_cast<uint64_t>(i));
+}
+
+__global__ void dropout_mask_kernel(float* mask, int64_t n, float p, uint64_t seed, uint64_t offset) {
+  HR_GRID_STRIDE(i, n) mask[i] = math::dropout_keep(seed, offset + static_cast<uint64_t>(i), p);
+}
+
+// C viewed as (batch * M, N) rows; row r lives at (r / M) * strideC + (r % M) * ldc
+__global__ void add_bias_kernel(float* C, const float* bias, int64_t rows, int64_t M, int64_t N, int64_t ldc,
+                                int64_t strideC) {
+  HR_GRID_STRIDE(i, rows * N) {
+    const int64_t r = i / N, col = i % N;
+    C[(r / M) * strideC + (r % M) * ldc + col] += bias[col];
+  }
+}
+
+__global__ void unary_kernel(Unary op, const float* x, float* y, int64_t n, float a, float b) {
+  HR_GRID_STRIDE(i, n) y[i] = math::unary_forward(op, x[i], a, b);
+}
+
+// Either saved tensor may be absent when the derivative does not need it.
+__global__ void unary_backward_kernel(Unary op, const float* x, const float* y, const float* gy, float* gx, int64_t n,
+                                      float a, float b, bool accumulate) {
+  HR_GRID_STRIDE(i, n) {
+    const float g = gy[i] * math::unary_derivative(op, x ? x[i] : 0.f, y ? y[i] : 0.f, a, b);
+    gx[i] = accumulate ? gx[i] + g : g;
+  }
+}
+
+// out is contiguous, so its offset is the flat index
+__global__ void binary_kernel(Binary op, StridedPair p, int64_t n, const float* a, const float* b, float* out,
+                              float scalar) {
+  HR_GRID_STRIDE(i, n) {
+    int64_t oa, ob;
+    p.offsets(i, oa, ob);
+    out[i] = math::binary_forward(op, a[oa], b[ob], scalar);
+  }
+}
+
+__global__ void copy_strided_kernel(StridedPair p, int64_t n, const float* src, float* dst, bool accumulate) {
+  HR_GRID_STRIDE(i, n) {
+    int64_t os, od;
+    p.offsets(i, os, od);
+    dst[od] = accumulate ? dst[od] + src[os] : src[os];
+  }
+}
+
+}  // namespace
+
+void fill(float* x, int64_t n, float value, cudaStream_t stream) {
+  if (n <= 0) return;
+  fill_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, n, value);
+  HR_CUDA_CHECK_LAUNCH();
+}
+
+void fill_i32(int32_t* x, int64_t n, int32_t value, cudaStream_t stream) {
+  if (n <= 0) return;
+  fill_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, n, value);
+  HR_CUDA_CHECK_LAUNCH();
+}
+
+void uniform(float* x, int64_t n, uint64_t seed, uint64_t offset, cudaStream_t stream) {
+  if (n <= 0) return;
+  uniform_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, n, seed, offset);
+  HR_CUDA_CHECK_LAUNCH();
+}
+
+void dropout_mask(float* mask, int64_t n, float p, uint64_t seed, uint64_t offset, cudaStream_t stream) {
+  if (n <= 0) return;
+  dropout_mask_kernel<<<grid_for(n), kThreads, 0, stream>>>(mask, n, p, seed, offset);
+  HR_CUDA_CHECK_LAUNCH();
+}
+
+void add_bias(float* C, const float* bias, int64_t batch, int64_t M, int64_t N, int64_t ldc, int64_t strideC,
+              cudaStream_t stream) {
+  if (batch * M * N <= 0) return;
+  add_bias_kernel<<<grid_for(batch * M * N), kThreads, 0, stream>>>(C, bias, batch * M, M, N, ldc, strideC);
+  HR_CUDA_CHECK_LAUNCH();
+}
+
+void unary(Unary op, const float* x, float* y, int64_t n, float a, float b, cudaStream_t stream) {
+  if (n <= 0) return;
+  unary_kernel<<<grid_for(n), kThreads, 0, stream>>>(op, x, y, n, a, b);
+  HR_CUDA_CHECK_LAUNCH();
+}
+
+void unary_backward(Unary op, const float* x, const float* y, const float* gy, float* gx, int64_t n, float a, float b,
+                    bool accumulate, cudaStream_t stream) {
+  if (n <= 0) return;
+  unary_backward_kernel<<<grid_for(n), kThreads, 0, stream>>>(op, x, y, gy, gx, n, a, b, accumulate);
+  HR_CUDA_CHECK_LAUNCH();
+}
+
+void binary(Binary op, const Broadcast& p, const float* a, const float* b, float* out, float scalar,
+            cudaStream_t stream) {
+  const int64_t n = p.numel();
+  if (n <= 0) return;
+  binary_kernel<<<grid_for(n), kThreads, 0, stream>>>(op, collapse(p.ndim, p.shape, p.sa, p.sb), n, a, b, out,
+                                                        scalar);
+  HR_CUDA_CHECK_LAUNCH();
+}
+
+void copy_strided(int ndim, const int64_t* shape, const float* src, const int64_t* src_strides, float* dst,
+                  const int64_t* dst_strides, bool accumulate, cudaStream_t stream) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; ++d) n *= shape[d];
+  if (n <= 0) return;
+  copy_strided_kernel<<<grid_for(n), kThreads, 0, stream>>>(collapse(ndim, shape, src_strides, dst_strides), n, src,
+                                                              dst, accumulate);
+  HR_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace hr::cuda

@@ -1,0 +1,606 @@
+// The CUDA backend against the CPU backend: every Backend method runs on the same random inputs on both, and the
+// results must agree to a relative error below 1e-4, measured against max(|cpu|, 1% of the output's largest |cpu|)
+// so that near-zero entries produced by cancelling sums are judged on the output's scale (the two backends add sums
+// in different orders). Random numbers and dropout masks must be bit-identical.
+//
+// Without a CUDA device (or in a build without CUDA) each case prints "skipped: no CUDA device" and returns; the
+// host-side pieces (size classes, strided-index collapsing, the no-device error) are tested everywhere.
+#include <doctest/doctest.h>
+
+#ifdef HR_WITH_CUDA
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "framework/error.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cuda/caching_allocator.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/strided_index.h"
+
+using namespace hr;
+
+namespace {
+
+#define REQUIRE_CUDA_DEVICE()                \
+  do {                                       \
+    if (!cuda_device_present()) {            \
+      MESSAGE("skipped: no CUDA device");    \
+      return;                                \
+    }                                        \
+  } while (0)
+
+constexpr double kRtol = 1e-4;
+
+using Vec = std::vector<float>;
+using Ids = std::vector<int32_t>;
+
+Vec random_vec(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  Vec v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// A buffer on one backend, filled from a host vector.
+template <typename T>
+class DeviceVec {
+ public:
+  DeviceVec(Backend& b, const std::vector<T>& host)
+      : b_(b), n_(host.size()), p_(static_cast<T*>(b.alloc(n_ * sizeof(T)))) {
+    b_.from_host(p_, host.data(), n_ * sizeof(T));
+  }
+  ~DeviceVec() { b_.dealloc(p_, n_ * sizeof(T)); }
+  DeviceVec(const DeviceVec&) = delete;
+  DeviceVec& operator=(const DeviceVec&) = delete;
+  T* get() const { return p_; }
+  std::vector<T> host() const {
+    std::vector<T> h(n_);
+    b_.to_host(h.data(), p_, n_ * sizeof(T));
+    return h;
+  }
+
+ private:
+  Backend& b_;
+  size_t n_;
+  T* p_;
+};
+
+// The same host data on the CPU backend (.c) and the CUDA backend (.g).
+template <typename T>
+struct Both {
+  DeviceVec<T> c, g;
+  explicit Both(const std::vector<T>& h) : c(cpu_backend(), h), g(cuda_backend(), h) {}
+};
+using BothF = Both<float>;
+using BothI = Both<int32_t>;
+
+// CUDA result `got` against CPU result `want` (see the top of the file for the measure)
+void check_close(const Vec& want, const Vec& got, const std::string& what, double rtol = kRtol) {
+  REQUIRE(want.size() == got.size());
+  double scale = 0.0;
+  for (float w : want) scale = std::max(scale, static_cast<double>(std::abs(w)));
+  double worst = 0.0;
+  size_t worst_i = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(want[i]) || std::isnan(got[i])) {
+      CHECK_MESSAGE(std::isnan(want[i]) == std::isnan(got[i]), what << ": NaN mismatch at " << i);
+      return;
+    }
+    const double err = std::abs(static_cast<double>(got[i]) - want[i]) /
+                       std::max({static_cast<double>(std::abs(want[i])), 0.01 * scale, 1e-30});
+    if (err > worst) {
+      worst = err;
+      worst_i = i;
+    }
+  }
+  CHECK_MESSAGE(worst < rtol, what << ": relative error " << worst << " at element " << worst_i << " (cpu "
+                                   << want[worst_i] << ", cuda " << got[worst_i] << ")");
+}
+
+void check_close(const BothF& x, const std::string& what, double rtol = kRtol) {
+  check_close(x.c.host(), x.g.host(), what, rtol);
+}
+
+Backend& cpu() { return cpu_backend(); }
+Backend& gpu() { return cuda_backend(); }
+
+// ---------------------------------------------------------------- gemm
+
+struct GemmCase {
+  int64_t batch, M, N, K;
+  bool transA, transB;
+  int64_t pad;          // extra leading-dimension elements on every operand
+  bool bcastA, bcastB;  // batch stride 0
+  float alpha, beta;
+  bool bias;
+};
+
+void run_gemm_case(const GemmCase& c) {
+  CAPTURE(c.batch); CAPTURE(c.M); CAPTURE(c.N); CAPTURE(c.K); CAPTURE(c.transA); CAPTURE(c.transB);
+  CAPTURE(c.pad); CAPTURE(c.bcastA); CAPTURE(c.bcastB); CAPTURE(c.alpha); CAPTURE(c.beta); CAPTURE(c.bias);
+  const int64_t a_rows = c.transA ? c.K : c.M, a_cols = c.transA ? c.M : c.K;
+  const int64_t b_rows = c.transB ? c.N : c.K, b_cols = c.transB ? c.K : c.N;
+  GemmArgs g;
+  g.batch = c.batch; g.M = c.M; g.N = c.N; g.K = c.K; g.transA = c.transA; g.transB = c.transB;
+  g.lda = a_cols + c.pad; g.ldb = b_cols + c.pad; g.ldc = c.N + c.pad;
+  g.strideA = c.bcastA ? 0 : a_rows * g.lda + 5;  // gaps between the matrices, too
+  g.strideB = c.bcastB ? 0 : b_rows * g.ldb + 3;
+  g.strideC = c.M * g.ldc + 2;
+  g.alpha = c.alpha; g.beta = c.beta;
+  BothF A(random_vec(static_cast<size_t>((c.bcastA ? 1 : c.batch) * (a_rows * g.lda + 5)), 1));
+  BothF B(random_vec(static_cast<size_t>((c.bcastB ? 1 : c.batch) * (b_rows * g.ldb + 3)), 2));
+  BothF C(random_vec(static_cast<size_t>(c.batch * g.strideC), 3));
+  BothF bias(random_vec(static_cast<size_t>(c.N), 4));
+  for (int side = 0; side < 2; ++side) {
+    GemmArgs s = g;
+    s.A = side ? A.g.get() : A.c.get();
+    s.B = side ? B.g.get() : B.c.get();
+    s.C = side ? C.g.get() : C.c.get();
+    s.bias = c.bias ? (side ? bias.g.get() : bias.c.get()) : nullptr;
+    (side ? gpu() : cpu()).gemm(s);
+  }
+  check_close(C, "gemm C");  // the padding and gaps too: they must be left alone
+}
+
+TEST_CASE("cuda gemm: every transpose combination, padded leading dims") {
+  REQUIRE_CUDA_DEVICE();
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (int64_t pad : {0, 3}) run_gemm_case({1, 33, 47, 65, ta, tb, pad, false, false, 1.f, 0.f, false});
+  run_gemm_case({1, 256, 384, 768, false, true, 0, false, false, 1.f, 0.f, true});  // a transformer-sized projection
+}
+
+TEST_CASE("cuda gemm: batches, broadcast operands, bias, alpha and beta") {
+  REQUIRE_CUDA_DEVICE();
+  run_gemm_case({3, 17, 29, 40, false, false, 2, false, false, 1.f, 0.f, false});
+  run_gemm_case({4, 17, 29, 40, true, false, 0, true, false, 0.5f, 0.f, true});
+  run_gemm_case({4, 17, 29, 40, false, true, 1, false, true, 1.f, 0.f, true});
+  run_gemm_case({2, 9, 11, 13, true, true, 0, false, false, -0.75f, 0.5f, false});
+  run_gemm_case({1, 9, 11, 13, false, false, 0, false, false, 2.f, 1.f, false});
+}
+
+TEST_CASE("cuda gemm: bad arguments throw hr::Error") {
+  REQUIRE_CUDA_DEVICE();
+  BothF buf(random_vec(64, 5));
+  GemmArgs g;
+  g.M = g.N = g.K = 4;
+  g.lda = g.ldb = g.ldc = 4;
+  g.A = g.B = buf.g.get();
+  g.C = buf.g.get() + 16;
+  g.bias = buf.g.get() + 32;
+  g.beta = 1.f;
+  CHECK_THROWS_AS(gpu().gemm(g), Error);  // a bias needs beta == 0
+  g.bias = nullptr;
+  g.batch = 2;
+  g.strideC = 0;
+  CHECK_THROWS_AS(gpu().gemm(g), Error);
+}
+
+// ---------------------------------------------------------------- elementwise
+
+TEST_CASE("cuda unary and unary_backward, every op") {
+  REQUIRE_CUDA_DEVICE();
+  const size_t n = 10007;
+  const Vec gy_host = random_vec(n, 11);
+  const Vec gx_host = random_vec(n, 12);
+  const Unary ops[] = {Unary::Copy, Unary::Neg, Unary::Exp, Unary::Log, Unary::Sigmoid, Unary::Tanh, Unary::Relu,
+                       Unary::Gelu, Unary::Sqrt, Unary::Square, Unary::Scale, Unary::AddScalar, Unary::Clamp,
+                       Unary::Pow};
+  for (Unary op : ops) {
+    CAPTURE(static_cast<int>(op));
+    const bool positive = op == Unary::Log || op == Unary::Sqrt || op == Unary::Pow;
+    const float a = op == Unary::Clamp ? -0.5f : (op == Unary::Pow ? 1.7f : 2.5f), b = 0.7f;
+    BothF x(positive ? random_vec(n, 13, 0.1f, 3.f) : random_vec(n, 13, -4.f, 4.f));
+    BothF y(Vec(n, 0.f)), gy(gy_host), gx(gx_host), gx_acc(gx_host);
+    cpu().unary(op, x.c.get(), y.c.get(), n, a, b);
+    gpu().unary(op, x.g.get(), y.g.get(), n, a, b);
+    check_close(y, "unary");
+    cpu().unary_backward(op, x.c.get(), y.c.get(), gy.c.get(), gx.c.get(), n, a, b, false);
+    gpu().unary_backward(op, x.g.get(), y.g.get(), gy.g.get(), gx.g.get(), n, a, b, false);
+    check_close(gx, "unary_backward");
+    cpu().unary_backward(op, x.c.get(), y.c.get(), gy.c.get(), gx_acc.c.get(), n, a, b, true);
+    gpu().unary_backward(op, x.g.get(), y.g.get(), gy.g.get(), gx_acc.g.get(), n, a, b, true);
+    check_close(gx_acc, "unary_backward accumulate");
+  }
+}
+
+Broadcast make_broadcast(std::vector<int64_t> shape, std::vector<int64_t> sa, std::vector<int64_t> sb) {
+  Broadcast p;
+  p.ndim = static_cast<int>(shape.size());
+  for (int d = 0; d < p.ndim; ++d) {
+    p.shape[d] = shape[d];
+    p.sa[d] = sa[d];
+    p.sb[d] = sb.empty() ? 0 : sb[d];
+  }
+  return p;
+}
+
+TEST_CASE("cuda binary over broadcast patterns, every op") {
+  REQUIRE_CUDA_DEVICE();
+  struct Pattern {
+    Broadcast p;
+    size_t na, nb;
+  };
+  const Pattern patterns[] = {
+      {make_broadcast({4, 3, 5}, {5, 0, 1}, {0, 1, 0}), 20, 3},    // (4,1,5) op (1,3,1)
+      {make_broadcast({64, 33}, {33, 1}, {33, 1}), 64 * 33, 64 * 33},  // same shape
+      {make_broadcast({64, 33}, {33, 1}, {0, 1}), 64 * 33, 33},        // bias along rows
+      {make_broadcast({64, 33}, {0, 0}, {33, 1}), 1, 64 * 33},         // scalar a
+      {make_broadcast({2, 3, 4, 5}, {60, 20, 5, 1}, {0, 5, 1, 0}), 120, 20},  // (3,4,1) into 4-d
+  };
+  const Binary ops[] = {Binary::Add, Binary::Sub, Binary::Mul, Binary::Div, Binary::MaskFill};
+  for (const Pattern& pat : patterns) {
+    for (Binary op : ops) {
+      CAPTURE(static_cast<int>(op));
+      BothF a(random_vec(pat.na, 21));
+      Vec b_host = random_vec(pat.nb, 22, 0.5f, 2.f);  // away from 0 for Div
+      if (op == Binary::MaskFill)
+        for (size_t i = 0; i < b_host.size(); ++i) b_host[i] = i % 3 == 0 ? 1.f : 0.f;
+      BothF b(b_host), out(Vec(static_cast<size_t>(pat.p.numel()), 0.f));
+      cpu().binary(op, pat.p, a.c.get(), b.c.get(), out.c.get(), -1e9f);
+      gpu().binary(op, pat.p, a.g.get(), b.g.get(), out.g.get(), -1e9f);
+      check_close(out, "binary");
+    }
+  }
+}
+
+TEST_CASE("cuda sum_to over leading, middle, trailing dims, one and many chunks, deterministic") {
+  REQUIRE_CUDA_DEVICE();
+  struct Case {
+    Broadcast p;
+    int64_t out_numel;
+  };
+  const Case cases[] = {
+      {make_broadcast({4, 3, 5}, {0, 1, 0}, {}), 3},       // to (3, 1)
+      {make_broadcast({4, 3, 5}, {5, 0, 1}, {}), 20},      // to (4, 1, 5)
+      {make_broadcast({64, 300}, {0, 1}, {}), 300},        // a bias gradient, a few chunks
+      {make_broadcast({5000, 8}, {0, 1}, {}), 8},          // many chunks
+      {make_broadcast({6, 700}, {1, 0}, {}), 6},           // rows
+      {make_broadcast({3, 7, 11}, {0, 0, 0}, {}), 1},      // everything
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.out_numel);
+    const Vec x_host = random_vec(static_cast<size_t>(c.p.numel()), 31);
+    BothF x(x_host), out(random_vec(static_cast<size_t>(c.out_numel), 32)), acc(random_vec(c.out_numel, 33));
+    cpu().sum_to(c.p, x.c.get(), out.c.get(), c.out_numel, false);
+    gpu().sum_to(c.p, x.g.get(), out.g.get(), c.out_numel, false);
+    check_close(out, "sum_to");
+    cpu().sum_to(c.p, x.c.get(), acc.c.get(), c.out_numel, true);
+    gpu().sum_to(c.p, x.g.get(), acc.g.get(), c.out_numel, true);
+    check_close(acc, "sum_to accumulate");
+    const Vec first = out.g.host();
+    gpu().sum_to(c.p, x.g.get(), out.g.get(), c.out_numel, false);
+    CHECK_MESSAGE(out.g.host() == first, "sum_to is not reproducible");
+  }
+}
+
+TEST_CASE("cuda copy_strided: permute, slice, accumulate") {
+  REQUIRE_CUDA_DEVICE();
+  // (2,3,4,5) -> (2,4,3,5): dst strides of (2,4,3,5) in src dim order
+  const int64_t shape[] = {2, 3, 4, 5}, src_strides[] = {60, 20, 5, 1}, dst_strides[] = {60, 5, 15, 1};
+  BothF src(random_vec(120, 41)), dst(random_vec(120, 42)), acc(random_vec(120, 43));
+  cpu().copy_strided(4, shape, src.c.get(), src_strides, dst.c.get(), dst_strides, false);
+  gpu().copy_strided(4, shape, src.g.get(), src_strides, dst.g.get(), dst_strides, false);
+  check_close(dst, "copy_strided permute");
+  cpu().copy_strided(4, shape, src.c.get(), src_strides, acc.c.get(), dst_strides, true);
+  gpu().copy_strided(4, shape, src.g.get(), src_strides, acc.g.get(), dst_strides, true);
+  check_close(acc, "copy_strided permute accumulate");
+  // a (3, 4) window at (1, 2) of a (5, 7) matrix into columns 1..4 of a (3, 6) matrix
+  const int64_t wshape[] = {3, 4}, wsrc[] = {7, 1}, wdst[] = {6, 1};
+  BothF m(random_vec(35, 44)), out(random_vec(18, 45));
+  cpu().copy_strided(2, wshape, m.c.get() + 9, wsrc, out.c.get() + 1, wdst, true);
+  gpu().copy_strided(2, wshape, m.g.get() + 9, wsrc, out.g.get() + 1, wdst, true);
+  check_close(out, "copy_strided slice");
+}
+
+TEST_CASE("cuda fills, sum_squares, copies") {
+  REQUIRE_CUDA_DEVICE();
+  BothF x(random_vec(100003, 51));
+  const double want = cpu().sum_squares(x.c.get(), 100003), got = gpu().sum_squares(x.g.get(), 100003);
+  CHECK(std::abs(got - want) <= 1e-12 * want);  // both add in double
+  CHECK(gpu().sum_squares(x.g.get(), 0) == 0.0);
+  BothF f(Vec(1000, 0.f));
+  cpu().fill(f.c.get(), 1000, 3.25f);
+  gpu().fill(f.g.get(), 1000, 3.25f);
+  CHECK(f.g.host() == f.c.host());
+  BothI ids(Ids(777, 0));
+  gpu().fill_i32(ids.g.get(), 777, -100);
+  CHECK(ids.g.host() == Ids(777, -100));
+  BothF y(Vec(100003, 0.f));
+  gpu().copy(y.g.get(), x.g.get(), 100003 * sizeof(float));
+  CHECK(y.g.host() == x.c.host());
+}
+
+TEST_CASE("cuda uniform and dropout_mask are bit-identical to the CPU's") {
+  REQUIRE_CUDA_DEVICE();
+  const int64_t n = 100003;
+  BothF u(Vec(n, 0.f)), mask(Vec(n, 0.f));
+  cpu().uniform(u.c.get(), n, 42, 12345);
+  gpu().uniform(u.g.get(), n, 42, 12345);
+  CHECK(u.g.host() == u.c.host());
+  cpu().dropout_mask(mask.c.get(), n, 0.1f, 7, 999);
+  gpu().dropout_mask(mask.g.get(), n, 0.1f, 7, 999);
+  const Vec m = mask.g.host();
+  CHECK(std::memcmp(m.data(), mask.c.host().data(), m.size() * sizeof(float)) == 0);
+  const auto kept = std::count_if(m.begin(), m.end(), [](float v) { return v != 0.f; });
+  CHECK(std::abs(static_cast<double>(kept) / n - 0.9) < 0.01);
+  CHECK_THROWS_AS(gpu().dropout_mask(mask.g.get(), n, 1.f, 7, 0), Error);
+}
+
+// ---------------------------------------------------------------- rows
+
+TEST_CASE("cuda softmax with mask and scale, its backward, log_softmax and its backward") {
+  REQUIRE_CUDA_DEVICE();
+  struct Shape {
+    int64_t rows, n, rows_per_mask;
+  };
+  for (const Shape& s : {Shape{48, 77, 12}, Shape{3, 3000, 1}, Shape{1000, 128, 250}}) {
+    CAPTURE(s.n);
+    const size_t size = static_cast<size_t>(s.rows * s.n);
+    Vec mask_host(static_cast<size_t>(s.rows / s.rows_per_mask * s.n), 0.f);
+    for (size_t i = 0; i < mask_host.size(); i += 5) mask_host[i] = -1e9f;  // some masked positions
+    BothF x(random_vec(size, 61, -5.f, 5.f)), mask(mask_host), y(Vec(size, 0.f)), gy(random_vec(size, 62));
+    BothF gx(Vec(size, 0.f)), gx_acc(random_vec(size, 63));
+    const float scale = 0.125f;
+    cpu().softmax(x.c.get(), mask.c.get(), y.c.get(), s.rows, s.n, scale, s.rows_per_mask);
+    gpu().softmax(x.g.get(), mask.g.get(), y.g.get(), s.rows, s.n, scale, s.rows_per_mask);
+    check_close(y, "softmax with mask");
+    cpu().softmax_backward(y.c.get(), gy.c.get(), gx.c.get(), s.rows, s.n, scale, false);
+    gpu().softmax_backward(y.g.get(), gy.g.get(), gx.g.get(), s.rows, s.n, scale, false);
+    check_close(gx, "softmax_backward");
+    cpu().softmax_backward(y.c.get(), gy.c.get(), gx_acc.c.get(), s.rows, s.n, scale, true);
+    gpu().softmax_backward(y.g.get(), gy.g.get(), gx_acc.g.get(), s.rows, s.n, scale, true);
+    check_close(gx_acc, "softmax_backward accumulate");
+    cpu().softmax(x.c.get(), nullptr, y.c.get(), s.rows, s.n, 1.f, 0);
+    gpu().softmax(x.g.get(), nullptr, y.g.get(), s.rows, s.n, 1.f, 0);
+    check_close(y, "softmax");
+
+    cpu().log_softmax(x.c.get(), mask.c.get(), y.c.get(), s.rows, s.n, s.rows_per_mask);
+    gpu().log_softmax(x.g.get(), mask.g.get(), y.g.get(), s.rows, s.n, s.rows_per_mask);
+    check_close(y, "log_softmax with mask");
+    cpu().log_softmax(x.c.get(), nullptr, y.c.get(), s.rows, s.n, 0);
+    gpu().log_softmax(x.g.get(), nullptr, y.g.get(), s.rows, s.n, 0);
+    check_close(y, "log_softmax");
+    cpu().log_softmax_backward(y.c.get(), gy.c.get(), gx.c.get(), s.rows, s.n, false);
+    gpu().log_softmax_backward(y.g.get(), gy.g.get(), gx.g.get(), s.rows, s.n, false);
+    check_close(gx, "log_softmax_backward");
+    cpu().log_softmax_backward(y.c.get(), gy.c.get(), gx_acc.c.get(), s.rows, s.n, true);
+    gpu().log_softmax_backward(y.g.get(), gy.g.get(), gx_acc.g.get(), s.rows, s.n, true);
+    check_close(gx_acc, "log_softmax_backward accumulate");
+  }
+}
+
+TEST_CASE("cuda layer_norm forward and backward") {
+  REQUIRE_CUDA_DEVICE();
+  struct Shape {
+    int64_t rows, n;
+  };
+  for (const Shape& s : {Shape{37, 768}, Shape{5, 100}, Shape{3000, 64}, Shape{2, 5000}}) {
+    CAPTURE(s.rows); CAPTURE(s.n);
+    const size_t size = static_cast<size_t>(s.rows * s.n), rows = static_cast<size_t>(s.rows);
+    BothF x(random_vec(size, 71, -2.f, 3.f)), gamma(random_vec(s.n, 72, 0.5f, 1.5f)), beta(random_vec(s.n, 73));
+    BothF y(Vec(size, 0.f)), mean(Vec(rows, 0.f)), rstd(Vec(rows, 0.f));
+    cpu().layer_norm(x.c.get(), gamma.c.get(), beta.c.get(), y.c.get(), mean.c.get(), rstd.c.get(), s.rows, s.n,
+                     1e-5f);
+    gpu().layer_norm(x.g.get(), gamma.g.get(), beta.g.get(), y.g.get(), mean.g.get(), rstd.g.get(), s.rows, s.n,
+                     1e-5f);
+    check_close(y, "layer_norm y");
+    check_close(mean, "layer_norm mean");
+    check_close(rstd, "layer_norm rstd");
+    BothF gy(random_vec(size, 74)), gx(random_vec(size, 75)), ggamma(random_vec(s.n, 76)), gbeta(random_vec(s.n, 77));
+    for (bool accumulate : {false, true}) {
+      cpu().layer_norm_backward(x.c.get(), gamma.c.get(), mean.c.get(), rstd.c.get(), gy.c.get(), gx.c.get(),
+                                ggamma.c.get(), gbeta.c.get(), s.rows, s.n, accumulate);
+      gpu().layer_norm_backward(x.g.get(), gamma.g.get(), mean.g.get(), rstd.g.get(), gy.g.get(), gx.g.get(),
+                                ggamma.g.get(), gbeta.g.get(), s.rows, s.n, accumulate);
+      CAPTURE(accumulate);
+      check_close(gx, "layer_norm_backward gx");
+      check_close(ggamma, "layer_norm_backward ggamma");
+      check_close(gbeta, "layer_norm_backward gbeta");
+    }
+  }
+}
+
+TEST_CASE("cuda cross_entropy with ignore_index and label smoothing, and its backward") {
+  REQUIRE_CUDA_DEVICE();
+  const int64_t rows = 300, C = 150;
+  const int32_t ignore = -100;
+  std::mt19937 rng(81);
+  Ids labels_host(rows);
+  for (int64_t r = 0; r < rows; ++r) labels_host[r] = r % 7 == 3 ? ignore : static_cast<int32_t>(rng() % C);
+  const size_t size = static_cast<size_t>(rows * C);
+  BothF logits(random_vec(size, 82, -6.f, 6.f)), logp(Vec(size, 0.f)), loss(Vec(rows, 0.f));
+  BothI labels(labels_host);
+  for (float smoothing : {0.f, 0.1f}) {
+    CAPTURE(smoothing);
+    const int64_t nc = cpu().cross_entropy(logits.c.get(), labels.c.get(), logp.c.get(), loss.c.get(), rows, C,
+                                           ignore, smoothing);
+    const int64_t ng = gpu().cross_entropy(logits.g.get(), labels.g.get(), logp.g.get(), loss.g.get(), rows, C,
+                                           ignore, smoothing);
+    CHECK(ng == nc);
+    check_close(logp, "cross_entropy logp");
+    check_close(loss, "cross_entropy row_loss");
+    BothF g(random_vec(size, 83));
+    for (bool accumulate : {false, true}) {
+      CAPTURE(accumulate);
+      const float gscale = 1.f / static_cast<float>(nc);
+      cpu().cross_entropy_backward(logp.c.get(), labels.c.get(), g.c.get(), rows, C, ignore, smoothing, gscale,
+                                   accumulate);
+      gpu().cross_entropy_backward(logp.g.get(), labels.g.get(), g.g.get(), rows, C, ignore, smoothing, gscale,
+                                   accumulate);
+      check_close(g, "cross_entropy_backward");
+    }
+  }
+  Ids bad = labels_host;
+  bad[17] = static_cast<int32_t>(C);
+  BothI bad_labels(bad);
+  CHECK_THROWS_WITH_AS(gpu().cross_entropy(logits.g.get(), bad_labels.g.get(), logp.g.get(), loss.g.get(), rows, C,
+                                           ignore, 0.f),
+                       doctest::Contains("row 17 has label 150"), Error);
+}
+
+// ---------------------------------------------------------------- embeddings, optimizer
+
+TEST_CASE("cuda gather_rows and scatter_add_rows with repeated ids") {
+  REQUIRE_CUDA_DEVICE();
+  const int64_t vocab = 50, dim = 300, n_ids = 1000;
+  std::mt19937 rng(91);
+  Ids ids_host(n_ids);
+  for (int32_t& id : ids_host) id = rng() % 4 == 0 ? 0 : static_cast<int32_t>(rng() % vocab);  // id 0 repeats a lot
+  BothI ids(ids_host);
+  BothF table(random_vec(vocab * dim, 92)), out(Vec(n_ids * dim, 0.f));
+  cpu().gather_rows(table.c.get(), ids.c.get(), out.c.get(), n_ids, dim);
+  gpu().gather_rows(table.g.get(), ids.g.get(), out.g.get(), n_ids, dim);
+  CHECK(out.g.host() == out.c.host());
+  BothF g(random_vec(n_ids * dim, 93)), gtable(random_vec(vocab * dim, 94));
+  cpu().scatter_add_rows(g.c.get(), ids.c.get(), gtable.c.get(), n_ids, dim);
+  gpu().scatter_add_rows(g.g.get(), ids.g.get(), gtable.g.get(), n_ids, dim);
+  check_close(gtable, "scatter_add_rows");
+  // both add each table row's contributions in id order, so the sums are identical bit for bit
+  CHECK(gtable.g.host() == gtable.c.host());
+}
+
+TEST_CASE("cuda adamw over several slots and 3 steps") {
+  REQUIRE_CUDA_DEVICE();
+  const int64_t sizes[] = {1, 1000, 0, 70001};
+  const float decays[] = {0.01f, 0.f, 0.1f, 0.05f};
+  std::vector<std::unique_ptr<BothF>> params, grads, ms, vs;
+  for (int k = 0; k < 4; ++k) {
+    const auto n = static_cast<size_t>(sizes[k]);
+    params.push_back(std::make_unique<BothF>(random_vec(n, 100 + k)));
+    grads.push_back(std::make_unique<BothF>(random_vec(n, 110 + k)));
+    ms.push_back(std::make_unique<BothF>(Vec(n, 0.f)));
+    vs.push_back(std::make_unique<BothF>(Vec(n, 0.f)));
+  }
+  for (int64_t step = 1; step <= 3; ++step) {
+    for (int side = 0; side < 2; ++side) {
+      std::vector<AdamWSlot> slots;
+      for (int k = 0; k < 4; ++k) {
+        const auto pick = [&](BothF& b) { return side ? b.g.get() : b.c.get(); };
+        slots.push_back({pick(*params[k]), pick(*grads[k]), pick(*ms[k]), pick(*vs[k]), sizes[k], decays[k]});
+      }
+      AdamWHyper h;
+      h.lr = 1e-2f;
+      h.step = step;
+      (side ? gpu() : cpu()).adamw(slots.data(), 4, h);
+    }
+  }
+  for (int k = 0; k < 4; ++k) {
+    CAPTURE(k);
+    check_close(*params[k], "adamw param");
+    check_close(*ms[k], "adamw m");
+    check_close(*vs[k], "adamw v");
+  }
+}
+
+// ---------------------------------------------------------------- memory
+
+TEST_CASE("cuda allocator: a repeated step reaches cudaMalloc only during the first") {
+  REQUIRE_CUDA_DEVICE();
+  Backend& b = gpu();
+  const int64_t rows = 256, n = 384;
+  const auto step = [&] {
+    // tensors of a step, in the same order each time, plus the scratch of the reductions
+    BothF x(random_vec(rows * n, 1)), gamma(Vec(n, 1.f)), beta(Vec(n, 0.f)), y(Vec(rows * n, 0.f));
+    BothF mean(Vec(rows, 0.f)), rstd(Vec(rows, 0.f)), gsum(Vec(n, 0.f)), gg(Vec(n, 0.f)), gb(Vec(n, 0.f));
+    BothF gx(Vec(rows * n, 0.f));
+    b.layer_norm(x.g.get(), gamma.g.get(), beta.g.get(), y.g.get(), mean.g.get(), rstd.g.get(), rows, n, 1e-5f);
+    b.layer_norm_backward(x.g.get(), gamma.g.get(), mean.g.get(), rstd.g.get(), y.g.get(), gx.g.get(), gg.g.get(),
+                          gb.g.get(), rows, n, false);
+    b.sum_to(make_broadcast({rows, n}, {0, 1}, {}), y.g.get(), gsum.g.get(), n, false);
+    (void)b.sum_squares(y.g.get(), rows * n);
+    void* odd = b.alloc(12345);
+    b.dealloc(odd, 12345);
+    b.synchronize();
+  };
+  step();
+  const size_t allocations = b.system_allocations(), in_use = b.bytes_in_use();
+  for (int i = 0; i < 3; ++i) step();
+  CHECK(b.system_allocations() == allocations);
+  CHECK(b.bytes_in_use() == in_use);
+  CHECK(b.peak_bytes_in_use() >= in_use + 2 * static_cast<size_t>(rows * n) * sizeof(float));
+  void* p = b.alloc(1000);
+  CHECK(b.bytes_in_use() == in_use + cuda::CachingAllocator::size_class(1000));
+  b.dealloc(p, 1000);
+  CHECK(b.alloc(0) == nullptr);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- host-side pieces (no GPU needed)
+
+TEST_CASE("cuda_backend() without a device throws a clear hr::Error") {
+  if (cuda_device_present()) {
+    CHECK(cuda_backend().device() == Device::CUDA);
+    return;
+  }
+  CHECK_THROWS_WITH_AS(cuda_backend(), doctest::Contains("no CUDA device found"), Error);
+  CHECK_THROWS_WITH_AS(backend(Device::CUDA), doctest::Contains("no CUDA device found"), Error);
+}
+
+TEST_CASE("cuda caching allocator size classes: at least the request, at most 25% more") {
+  using cuda::CachingAllocator;
+  CHECK(CachingAllocator::size_class(1) == 512);
+  CHECK(CachingAllocator::size_class(512) == 512);
+  CHECK(CachingAllocator::size_class(513) == 640);
+  CHECK(CachingAllocator::size_class(1024) == 1024);
+  CHECK(CachingAllocator::size_class(1025) == 1280);
+  size_t previous = 0;
+  for (size_t bytes = 1; bytes < (size_t{1} << 30); bytes = bytes * 3 / 2 + 7) {
+    const size_t cls = CachingAllocator::size_class(bytes);
+    CHECK(cls >= bytes);
+    CHECK(cls >= previous);
+    if (bytes > 512) CHECK(cls <= bytes + bytes / 4);
+    CHECK(cls % 128 == 0);  // a multiple of a quarter of 512: blocks stay aligned
+    previous = cls;
+  }
+}
+
+TEST_CASE("cuda strided index: collapsed offsets equal the full N-d offsets") {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int ndim = 1 + static_cast<int>(rng() % kMaxDims);
+    int64_t shape[kMaxDims], s0[kMaxDims], s1[kMaxDims];
+    // operand 0 contiguous with random broadcast (zero-stride) dims, operand 1 random strides, some zero
+    int64_t c = 1;
+    for (int d = ndim - 1; d >= 0; --d) {
+      shape[d] = 1 + static_cast<int64_t>(rng() % 4);
+      s0[d] = rng() % 3 == 0 ? 0 : c;
+      c *= shape[d];
+    }
+    for (int d = 0; d < ndim; ++d) s1[d] = rng() % 4 == 0 ? 0 : (d + 1 < ndim ? s0[d + 1] : 1) * (1 + rng() % 2);
+    const cuda::StridedPair p = cuda::collapse(ndim, shape, s0, s1);
+    CHECK(p.ndim <= ndim);
+    for (int64_t i = 0; i < c; ++i) {
+      int64_t want0 = 0, want1 = 0, rest = i;
+      for (int d = ndim - 1; d >= 0; --d) {
+        want0 += rest % shape[d] * s0[d];
+        want1 += rest % shape[d] * s1[d];
+        rest /= shape[d];
+      }
+      int64_t got0, got1;
+      p.offsets(i, got0, got1);
+      REQUIRE(got0 == want0);
+      REQUIRE(got1 == want1);
+    }
+  }
+  // contiguous operands collapse to one dimension: no divisions per element
+  const int64_t shape[] = {2, 3, 4}, contiguous[] = {12, 4, 1}, zeros[] = {0, 0, 0};
+  CHECK(cuda::collapse(3, shape, contiguous, contiguous).ndim == 1);
+  CHECK(cuda::collapse(3, shape, contiguous, zeros).ndim == 1);
+}
+
+#else  // built without CUDA
+
+TEST_CASE("cuda backend") { MESSAGE("skipped: no CUDA device (built without the CUDA backend)"); }
+
+#endif
