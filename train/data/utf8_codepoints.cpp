@@ -82,9 +82,7 @@ std::vector<size_t> utf8_codepoint_offsets(std::string_view s) {
   return offsets;
 }
 
-int64_t utf8_codepoint_count(std::string_view s) {
-  return static_cast<int64_t>(utf8_codepoint_offsets(s).size()) - 1;
-}
+int64_t utf8_codepoint_count(std::string_view s) { return static_cast<int64_t>(utf8_codepoint_offsets(s).size()) - 1; }
 
 std::string utf8_slice_codepoints(std::string_view s, int64_t start, int64_t count) {
   const std::vector<size_t> offsets = utf8_codepoint_offsets(s);
