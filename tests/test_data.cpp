@@ -1,7 +1,6 @@
 // Dataset loaders and the SQuAD v1.1 metric: real files from $HR_SHARED/data, hand-made bad files for every issue
 // type, and metric values computed with the official evaluate-v1.1.py functions (Python 3) on the same inputs.
 #include <doctest/doctest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -90,6 +89,8 @@ TEST_CASE("utf8: validation and code-point slicing") {
   CHECK(utf8_codepoint_count(s) == 10);
   CHECK(utf8_slice_codepoints(s, 3, 4) == "\xC3\xA9 \xE4\xB8\xAD\xE6\x96\x87");
   CHECK(utf8_slice_codepoints(s, 8, 5) == "\xF0\x9F\x98\x80!");  // clamped at the end
+  CHECK(utf8_slice_codepoints(s, -3, 4) == "caf\xC3\xA9");
+  CHECK(utf8_slice_codepoints(s, 2, INT64_MAX) == utf8_slice_codepoints(s, 2, 8));
   CHECK(utf8_codepoint_offsets(s) == std::vector<size_t>{0, 1, 2, 3, 5, 6, 9, 12, 13, 17, 18});
 }
 
@@ -445,7 +446,8 @@ TEST_CASE("squad: code-point offsets in multi-byte contexts, structure issues") 
     {"id": "accents", "question": "dup", "answers": [{"text": "x", "answer_start": 0}]},
     {"id": "bad_answer", "question": "q", "answers": [{"text": "x"}]},
     {"id": "no_answers", "question": "q", "answers": []},
-    {"id": "beyond", "question": "q", "answers": [{"text": "x", "answer_start": 5}]},
+    {"id": "beyond", "question": "q", "answers": [{"text": "x", "answer_start": 5},
+                                                  {"text": "x", "answer_start": 9223372036854775807}]},
     {"id": "empty_question", "question": "", "answers": [{"text": "x", "answer_start": 0}]}
   ]}
 ]},
@@ -463,7 +465,7 @@ TEST_CASE("squad: code-point offsets in multi-byte contexts, structure issues") 
   REQUIRE(data.train[2].answers.size() == 1);  // only the code-point offset survives
   CHECK(data.train[2].answers[0].start == 31);
   CHECK(utf8_slice_codepoints(data.train[2].context, 31, 5) == "Paris");
-  CHECK(data.misplaced_answers == 3);
+  CHECK(data.misplaced_answers == 4);
 
   std::vector<std::string> messages;
   for (const DataIssue& issue : data.issues) messages.push_back(issue.message());
@@ -487,8 +489,11 @@ TEST_CASE("squad: code-point offsets in multi-byte contexts, structure issues") 
           ":16 (data[0].paragraphs[2].qas[4].answers[0]): question beyond: answer \"x\" at answer_start 5 does "
           "not fit in the context (1 code points)",
       path +
-          ":17 (data[0].paragraphs[2].qas[5]): question empty_question: empty question text: kept for evaluation only",
-      path + ":20 (data[1]): article without a \"paragraphs\" list",
+          ":17 (data[0].paragraphs[2].qas[4].answers[1]): question beyond: answer \"x\" at answer_start "
+          "9223372036854775807 does not fit in the context (1 code points)",
+      path +
+          ":18 (data[0].paragraphs[2].qas[5]): question empty_question: empty question text: kept for evaluation only",
+      path + ":21 (data[1]): article without a \"paragraphs\" list",
   };
   CHECK(messages.size() == expected.size());
   for (size_t k = 0; k < std::min(messages.size(), expected.size()); ++k) CHECK(messages[k] == expected[k]);
@@ -553,8 +558,7 @@ TEST_CASE("squad metric: EM and F1 on hand-made cases") {
   CHECK(score.f1 == doctest::Approx(50.0));
   const SquadScore partial = evaluate_squad({q}, {{"q1", "Denver won"}});
   CHECK(partial.exact_match == 0.0);
-  CHECK(partial.f1 ==
-        doctest::Approx(50.0));  // "denver won" shares one of two tokens with two golds
+  CHECK(partial.f1 == doctest::Approx(50.0));  // "denver won" shares one of two tokens with two golds
   CHECK(contains(error_of([] { evaluate_squad({}, {}); }), "no gold questions"));
 }
 

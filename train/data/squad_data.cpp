@@ -35,7 +35,7 @@ std::optional<int64_t> utf16_reading(std::string_view context, const std::vector
 std::string misplacement(std::string_view context, const std::vector<size_t>& offsets, const Answer& answer) {
   const int64_t length = utf8_codepoint_count(answer.text);
   const int64_t context_length = static_cast<int64_t>(offsets.size()) - 1;
-  if (answer.start < 0 || answer.start + length > context_length) {
+  if (answer.start < 0 || answer.start > context_length - length) {  // (no overflow for huge starts)
     return "answer " + quoted(answer.text) + " at answer_start " + std::to_string(answer.start) +
            " does not fit in the context (" + std::to_string(context_length) + " code points)";
   }

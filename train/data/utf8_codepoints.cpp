@@ -88,7 +88,7 @@ std::string utf8_slice_codepoints(std::string_view s, int64_t start, int64_t cou
   const std::vector<size_t> offsets = utf8_codepoint_offsets(s);
   const int64_t n = static_cast<int64_t>(offsets.size()) - 1;
   const int64_t begin = std::clamp<int64_t>(start, 0, n);
-  const int64_t end = std::clamp<int64_t>(start + std::max<int64_t>(count, 0), begin, n);
+  const int64_t end = begin + std::clamp<int64_t>(count, 0, n - begin);
   return std::string(s.substr(offsets[begin], offsets[end] - offsets[begin]));
 }
 
