@@ -1,14 +1,15 @@
 // Dataset loaders and the SQuAD v1.1 metric: real files from $HR_SHARED/data, hand-made bad files for every issue
 // type, and metric values computed with the official evaluate-v1.1.py functions (Python 3) on the same inputs.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 
 #include "framework/error.h"
 #include "train/data/classification_data.h"
@@ -61,7 +62,9 @@ std::string error_of(const std::function<void()>& action) {
   return "<no hr::Error>";
 }
 
-bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
 
 ClassificationDataOptions options_for(DataFormat format, const std::string& path) {
   ClassificationDataOptions options;
@@ -72,19 +75,22 @@ ClassificationDataOptions options_for(DataFormat format, const std::string& path
 
 }  // namespace
 
-// ---------------------------------------------------------------------------------------------------------------- UTF-8
+// ----------------------------------------------------------------------------------------------------------------
+// UTF-8
 
 TEST_CASE("utf8: validation and code-point slicing") {
   CHECK(is_valid_utf8("h\xC3\xA9llo \xE4\xB8\xAD \xF0\x9F\x98\x80"));
-  CHECK_FALSE(is_valid_utf8("\xC3"));              // truncated
-  CHECK_FALSE(is_valid_utf8("\xC0\xAF"));          // overlong '/'
-  CHECK_FALSE(is_valid_utf8("\xED\xA0\x80"));      // surrogate U+D800
-  CHECK_FALSE(is_valid_utf8("\xF4\x90\x80\x80"));  // above U+10FFFF
-  CHECK_FALSE(is_valid_utf8("\x80"));              // stray continuation byte
+  CHECK_FALSE(is_valid_utf8("\xC3"));                                              // truncated
+  CHECK_FALSE(is_valid_utf8("\xC0\xAF"));                                          // overlong '/'
+  CHECK_FALSE(is_valid_utf8("\xED\xA0\x80"));                                      // surrogate U+D800
+  CHECK_FALSE(is_valid_utf8("\xF4\x90\x80\x80"));                                  // above U+10FFFF
+  CHECK_FALSE(is_valid_utf8("\x80"));                                              // stray continuation byte
   const std::string s = "caf\xC3\xA9 \xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80!";  // "café 中文 😀!"
   CHECK(utf8_codepoint_count(s) == 10);
   CHECK(utf8_slice_codepoints(s, 3, 4) == "\xC3\xA9 \xE4\xB8\xAD\xE6\x96\x87");
   CHECK(utf8_slice_codepoints(s, 8, 5) == "\xF0\x9F\x98\x80!");  // clamped at the end
+  CHECK(utf8_slice_codepoints(s, -3, 4) == "caf\xC3\xA9");
+  CHECK(utf8_slice_codepoints(s, 2, INT64_MAX) == utf8_slice_codepoints(s, 2, 8));
   CHECK(utf8_codepoint_offsets(s) == std::vector<size_t>{0, 1, 2, 3, 5, 6, 9, 12, 13, 17, 18});
 }
 
@@ -345,6 +351,15 @@ TEST_CASE("loaders never crash on binary garbage") {
       CHECK(contains(e.what(), path));
     }
   }
+  // Nesting a million deep: no stack overflow, no memory quadratic in the depth.
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  const std::string clinc = tmp.write("deep_clinc.json", "{\"train\": " + deep + "}");
+  const LoadResult result = load_classification_data(options_for(DataFormat::clinc150, clinc));
+  REQUIRE(result.issues.size() == 1);
+  CHECK(result.issues[0].message() == clinc + ":1 (train[0]): expected a [text, intent] pair, got an array of 1");
+  const SquadData squad = load_squad(tmp.write("deep_squad.json", "{\"data\": [" + deep + "]}"));
+  REQUIRE(squad.issues.size() == 1);
+  CHECK(contains(squad.issues[0].what, "expected an article object, got array"));
 }
 
 // ------------------------------------------------------------------------------------------------------------ SQuAD
@@ -393,14 +408,16 @@ TEST_CASE("squad: CMRC 2018 trial's UTF-16 offsets are found and reported, never
     REQUIRE(issue.where.rfind(path + ":", 0) == 0);
     const int64_t line = std::stoll(issue.where.substr(path.size() + 1));
     CHECK(contains(issue.where, ".qas[" + std::to_string(k) + "].answers[0])"));
-    const auto in_eval = std::find_if(cmrc.eval.begin(), cmrc.eval.end(), [&](const QaExample& q) { return q.id == id; });
+    const auto in_eval =
+        std::find_if(cmrc.eval.begin(), cmrc.eval.end(), [&](const QaExample& q) { return q.id == id; });
     REQUIRE(in_eval != cmrc.eval.end());
     CHECK(contains(line_of_file(path, line + 1), "\"text\": \"" + in_eval->answers[0].text + "\""));
     CHECK(std::none_of(cmrc.train.begin(), cmrc.train.end(), [&](const QaExample& q) { return q.id == id; }));
   }
-  CHECK(cmrc.issues[0].what ==
-        "question TRIAL_210_QUERY_0: answer_start 14 should begin \"俗名龙尖\" but the context there reads \"名龙尖，\"; "
-        "answer_start counts UTF-16 code units here (the answer is at code point 13)");
+  CHECK(
+      cmrc.issues[0].what ==
+      "question TRIAL_210_QUERY_0: answer_start 14 should begin \"俗名龙尖\" but the context there reads \"名龙尖，\"; "
+      "answer_start counts UTF-16 code units here (the answer is at code point 13)");
   CHECK(contains(cmrc.issues[0].where, path + ":1470 (data["));
   for (const char* id : {"TRIAL_776_QUERY_4", "TRIAL_20_QUERY_0"}) {
     CHECK(std::count_if(cmrc.issues.begin(), cmrc.issues.end(), [&](const DataIssue& issue) {
@@ -429,7 +446,8 @@ TEST_CASE("squad: code-point offsets in multi-byte contexts, structure issues") 
     {"id": "accents", "question": "dup", "answers": [{"text": "x", "answer_start": 0}]},
     {"id": "bad_answer", "question": "q", "answers": [{"text": "x"}]},
     {"id": "no_answers", "question": "q", "answers": []},
-    {"id": "beyond", "question": "q", "answers": [{"text": "x", "answer_start": 5}]},
+    {"id": "beyond", "question": "q", "answers": [{"text": "x", "answer_start": 5},
+                                                  {"text": "x", "answer_start": 9223372036854775807}]},
     {"id": "empty_question", "question": "", "answers": [{"text": "x", "answer_start": 0}]}
   ]}
 ]},
@@ -447,27 +465,35 @@ TEST_CASE("squad: code-point offsets in multi-byte contexts, structure issues") 
   REQUIRE(data.train[2].answers.size() == 1);  // only the code-point offset survives
   CHECK(data.train[2].answers[0].start == 31);
   CHECK(utf8_slice_codepoints(data.train[2].context, 31, 5) == "Paris");
-  CHECK(data.misplaced_answers == 3);
+  CHECK(data.misplaced_answers == 4);
 
   std::vector<std::string> messages;
   for (const DataIssue& issue : data.issues) messages.push_back(issue.message());
   const std::vector<std::string> expected = {
-      path + ":7 (data[0].paragraphs[0].qas[2].answers[1]): question emoji: answer_start 32 should begin \"Paris\" but "
-             "the context there reads \"aris.\"; answer_start counts UTF-16 code units here (the answer is at code "
-             "point 31)",
-      path + ":8 (data[0].paragraphs[0].qas[3].answers[0]): question bytes: answer_start 16 should begin "
-             "\"Zürich\" but the context there reads \"ich, 北\"",
+      path +
+          ":7 (data[0].paragraphs[0].qas[2].answers[1]): question emoji: answer_start 32 should begin \"Paris\" but "
+          "the context there reads \"aris.\"; answer_start counts UTF-16 code units here (the answer is at code "
+          "point 31)",
+      path +
+          ":8 (data[0].paragraphs[0].qas[3].answers[0]): question bytes: answer_start 16 should begin "
+          "\"Zürich\" but the context there reads \"ich, 北\"",
       path + ":10 (data[0].paragraphs[1]): paragraph without a \"context\" string",
       path + ":12 (data[0].paragraphs[2].qas[0]): question without an \"id\" string",
       path + ":13 (data[0].paragraphs[2].qas[1]): question accents: duplicate id",
-      path + ":14 (data[0].paragraphs[2].qas[2].answers[0]): question bad_answer: an answer needs a non-empty "
-             "\"text\" string and an integer \"answer_start\"",
+      path +
+          ":14 (data[0].paragraphs[2].qas[2].answers[0]): question bad_answer: an answer needs a non-empty "
+          "\"text\" string and an integer \"answer_start\"",
       path + ":14 (data[0].paragraphs[2].qas[2]): question bad_answer: no usable answer",
       path + ":15 (data[0].paragraphs[2].qas[3]): question no_answers: no usable answer",
-      path + ":16 (data[0].paragraphs[2].qas[4].answers[0]): question beyond: answer \"x\" at answer_start 5 does "
-             "not fit in the context (1 code points)",
-      path + ":17 (data[0].paragraphs[2].qas[5]): question empty_question: empty question text: kept for evaluation only",
-      path + ":20 (data[1]): article without a \"paragraphs\" list",
+      path +
+          ":16 (data[0].paragraphs[2].qas[4].answers[0]): question beyond: answer \"x\" at answer_start 5 does "
+          "not fit in the context (1 code points)",
+      path +
+          ":17 (data[0].paragraphs[2].qas[4].answers[1]): question beyond: answer \"x\" at answer_start "
+          "9223372036854775807 does not fit in the context (1 code points)",
+      path +
+          ":18 (data[0].paragraphs[2].qas[5]): question empty_question: empty question text: kept for evaluation only",
+      path + ":21 (data[1]): article without a \"paragraphs\" list",
   };
   CHECK(messages.size() == expected.size());
   for (size_t k = 0; k < std::min(messages.size(), expected.size()); ++k) CHECK(messages[k] == expected[k]);
@@ -487,16 +513,24 @@ TEST_CASE("squad metric: normalisation matches evaluate-v1.1.py") {
   CHECK(normalize_squad_answer("theatre") == "theatre");  // articles only as whole words
   CHECK(normalize_squad_answer("the") == "");
   CHECK(normalize_squad_answer("") == "");
-  CHECK(normalize_squad_answer("a_b") == "ab");                                      // '_' is punctuation
-  CHECK(normalize_squad_answer("\xE2\x82\xAC" "a" "\xE2\x82\xAC") == "\xE2\x82\xAC \xE2\x82\xAC");  // "€a€" -> "€ €"
-  CHECK(normalize_squad_answer("\xC3\x9Cn\xC3\xAF" "code \xC3\x89" "COLE") == "\xC3\xBCn\xC3\xAF" "code \xC3\xA9" "cole");
-  CHECK(normalize_squad_answer("\xCE\x9F\xCE\x94\xCE\x9F\xCE\xA3") == "\xCE\xBF\xCE\xB4\xCE\xBF\xCF\x82");  // ΟΔΟΣ -> οδος
+  CHECK(normalize_squad_answer("a_b") == "ab");  // '_' is punctuation
+  CHECK(normalize_squad_answer("\xE2\x82\xAC"
+                               "a"
+                               "\xE2\x82\xAC") == "\xE2\x82\xAC \xE2\x82\xAC");  // "€a€" -> "€ €"
+  CHECK(normalize_squad_answer("\xC3\x9Cn\xC3\xAF"
+                               "code \xC3\x89"
+                               "COLE") ==
+        "\xC3\xBCn\xC3\xAF"
+        "code \xC3\xA9"
+        "cole");
+  CHECK(normalize_squad_answer("\xCE\x9F\xCE\x94\xCE\x9F\xCE\xA3") ==
+        "\xCE\xBF\xCE\xB4\xCE\xBF\xCF\x82");                                                 // ΟΔΟΣ -> οδος
   CHECK(normalize_squad_answer("\xCE\x91\xCE\xA3.\xCE\x92") == "\xCE\xB1\xCF\x83\xCE\xB2");  // ΑΣ.Β -> ασβ
   CHECK(normalize_squad_answer("\xCE\x91\xCE\xA3'\xCE\xA3") == "\xCE\xB1\xCF\x83\xCF\x82");  // ΑΣ'Σ -> ασς
-  CHECK(normalize_squad_answer("\xC4\xB0stanbul") == "i\xCC\x87stanbul");  // İ -> i + U+0307
-  CHECK(normalize_squad_answer("the\xCC\x81 end") == "\xCC\x81 end");      // U+0301 is no word character
-  CHECK(normalize_squad_answer("x\xC2\xA0y\xE3\x80\x80z") == "x y z");    // NBSP and ideographic space split
-  CHECK(normalize_squad_answer("caf\xC3") == "caf\xC3");                   // invalid UTF-8 passes through
+  CHECK(normalize_squad_answer("\xC4\xB0stanbul") == "i\xCC\x87stanbul");                    // İ -> i + U+0307
+  CHECK(normalize_squad_answer("the\xCC\x81 end") == "\xCC\x81 end");   // U+0301 is no word character
+  CHECK(normalize_squad_answer("x\xC2\xA0y\xE3\x80\x80z") == "x y z");  // NBSP and ideographic space split
+  CHECK(normalize_squad_answer("caf\xC3") == "caf\xC3");                // invalid UTF-8 passes through
 }
 
 TEST_CASE("squad metric: EM and F1 on hand-made cases") {
@@ -524,7 +558,7 @@ TEST_CASE("squad metric: EM and F1 on hand-made cases") {
   CHECK(score.f1 == doctest::Approx(50.0));
   const SquadScore partial = evaluate_squad({q}, {{"q1", "Denver won"}});
   CHECK(partial.exact_match == 0.0);
-  CHECK(partial.f1 == doctest::Approx(50.0));  // best of 2/3? no: "denver won" vs "denver broncos" 0.5, vs "broncos won" 0.5
+  CHECK(partial.f1 == doctest::Approx(50.0));  // "denver won" shares one of two tokens with two golds
   CHECK(contains(error_of([] { evaluate_squad({}, {}); }), "no gold questions"));
 }
 
@@ -536,8 +570,9 @@ TEST_CASE("squad metric: whole dev halves against the official script") {
     size_t unanswered;
     double exact_match, f1;
   };
-  for (const Expected& expected : {Expected{"squad_v1.1/dev-v1.1.part1of2.json", 712, 27.861657303370787, 51.84084653941759},
-                                   Expected{"squad_v1.1/dev-v1.1.part2of2.json", 609, 27.944193680755028, 52.60399459120169}}) {
+  for (const Expected& expected :
+       {Expected{"squad_v1.1/dev-v1.1.part1of2.json", 712, 27.861657303370787, 51.84084653941759},
+        Expected{"squad_v1.1/dev-v1.1.part2of2.json", 609, 27.944193680755028, 52.60399459120169}}) {
     const SquadData data = load_squad(shared_data(expected.file));
     std::map<std::string, std::string> predictions;
     for (size_t n = 0; n < data.eval.size(); ++n) {
@@ -569,7 +604,10 @@ TEST_CASE("squad metric: predictions file") {
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(contains(text, "Zürich"));  // UTF-8, not \u-escaped
   CHECK(nlohmann::json::parse(text).get<std::map<std::string, std::string>>() == predictions);
-  CHECK(contains(error_of([&] { write_predictions_json(path, {{"q9", "caf\xC3"}}); }), "question q9 is not valid UTF-8"));
+  CHECK(contains(error_of([&] {
+                   write_predictions_json(path, {{"q9", "caf\xC3"}});
+                 }),
+                 "question q9 is not valid UTF-8"));
   CHECK(contains(error_of([&] { write_predictions_json((tmp.dir / "no/such/dir.json").string(), predictions); }),
                  "cannot open for writing"));
 }

@@ -52,7 +52,8 @@ void load_clinc150_split(const LocatedJson& doc, const std::string& split, const
     TextExample example;
     example.source = doc.where(path, split);
     if (!row.is_array() || row.size() != 2) {
-      const std::string got = row.is_array() ? "an array of " + std::to_string(row.size()) : std::string(json_type(row));
+      const std::string got =
+          row.is_array() ? "an array of " + std::to_string(row.size()) : std::string(json_type(row));
       report_issue(result.issues, options.on_error, {example.source, "expected a [text, intent] pair, got " + got});
       continue;
     }
@@ -101,8 +102,8 @@ void load_delimited(const ClassificationDataOptions& options, char delimiter, Lo
     example.source = options.path + ":" + std::to_string(record.line);
     std::string problem = record.error;
     if (problem.empty() && record.fields.size() != header.fields.size()) {
-      problem = std::to_string(record.fields.size()) + " columns, the header has " +
-                std::to_string(header.fields.size());
+      problem =
+          std::to_string(record.fields.size()) + " columns, the header has " + std::to_string(header.fields.size());
     }
     for (size_t c = 0; problem.empty() && c < record.fields.size(); ++c) {
       if (!is_valid_utf8(record.fields[c])) problem = "invalid UTF-8 in column '" + header.fields[c] + "'";
@@ -136,8 +137,7 @@ std::string read_jsonl_object(const json& row, const ClassificationDataOptions& 
     if (ids.empty()) return "empty 'input_ids'";
     for (size_t k = 0; k < ids.size(); ++k) {
       const json& id = ids[k];
-      const bool in_range = id.is_number_unsigned() ||
-                            (id.is_number_integer() && id.get<int64_t>() >= 0);
+      const bool in_range = id.is_number_unsigned() || (id.is_number_integer() && id.get<int64_t>() >= 0);
       if (!in_range || id.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
         return "input_ids[" + std::to_string(k) + "] is not a token id (an integer in [0, 2^31)): " + id.dump();
       }

@@ -26,8 +26,8 @@ DataFormat parse_data_format(const std::string& name);  // "clinc150" | "csv" | 
 struct ClassificationDataOptions {
   DataFormat format = DataFormat::jsonl;
   std::string path;
-  std::string split = "train";  // clinc150: the top-level key to read (train, val, test)
-  bool include_oos = false;     // clinc150: also read "oos_<split>" (label "oos")
+  std::string split = "train";        // clinc150: the top-level key to read (train, val, test)
+  bool include_oos = false;           // clinc150: also read "oos_<split>" (label "oos")
   std::string text_field = "text";    // csv/tsv: header column; jsonl: key (its alternative key is "input_ids")
   std::string label_field = "label";  // csv/tsv: header column; jsonl: key (string or integer)
   OnError on_error = OnError::skip;

@@ -32,7 +32,8 @@ int32_t LabelSet::id(const std::string& label) const {
 }
 
 const std::string& LabelSet::name(int32_t id) const {
-  HR_CHECK(id >= 0 && id < size(), "label id " + std::to_string(id) + " out of range [0, " + std::to_string(size()) + ")");
+  HR_CHECK(id >= 0 && id < size(),
+           "label id " + std::to_string(id) + " out of range [0, " + std::to_string(size()) + ")");
   return labels_[id];
 }
 

@@ -77,29 +77,43 @@ class ContainerLocator : public nlohmann::json_sax<nlohmann::json> {
     std::string key;
   };
 
+  // The path of the value that starts now, inside the innermost open container (which then moves to its next index).
   std::string next_value_path() {
     if (open_.empty()) return "";
     Open& parent = open_.back();
-    return parent.is_array ? json_index_path(parent.path, parent.next_index++) : json_child_path(parent.path, parent.key);
+    return parent.is_array ? json_index_path(parent.path, parent.next_index++)
+                           : json_child_path(parent.path, parent.key);
   }
   bool scalar() {
-    next_value_path();
+    if (skipped_depth_ == 0 && !open_.empty()) ++open_.back().next_index;
     return true;
   }
   bool open(bool is_array) {
+    if (skipped_depth_ > 0 || open_.size() == kMaxLocatedDepth) {
+      if (skipped_depth_++ == 0) ++open_.back().next_index;
+      return true;
+    }
     std::string path = next_value_path();
     (*offsets_)[path] = *consumed_ - 1;
     open_.push_back({std::move(path), is_array, 0, {}});
     return true;
   }
   bool close() {
-    open_.pop_back();
+    if (skipped_depth_ > 0) {
+      --skipped_depth_;
+    } else {
+      open_.pop_back();
+    }
     return true;
   }
 
+  // The datasets nest a handful of levels; paths of deeper containers are not kept, as their total length grows with
+  // the square of the depth of a hostile file.
+  static constexpr size_t kMaxLocatedDepth = 16;
   const size_t* consumed_;
   std::unordered_map<std::string, size_t>* offsets_;
   std::vector<Open> open_;
+  size_t skipped_depth_ = 0;  // how many containers deeper than kMaxLocatedDepth are open
 };
 
 }  // namespace
@@ -130,8 +144,8 @@ LocatedJson::LocatedJson(std::string path, std::string_view text) : path_(std::m
   size_t consumed = 0;
   ContainerLocator locator(&consumed, &container_offsets_);
   const char* data = text.data();
-  nlohmann::json::sax_parse(CountingIterator{data, data, &consumed}, CountingIterator{data + text.size(), data, &consumed},
-                            &locator);
+  nlohmann::json::sax_parse(CountingIterator{data, data, &consumed},
+                            CountingIterator{data + text.size(), data, &consumed}, &locator);
 }
 
 int64_t LocatedJson::line_of(const std::string& json_path) const {

@@ -1,7 +1,6 @@
 #include "train/data/squad_data.h"
 
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string_view>
 #include <unordered_set>
@@ -20,10 +19,11 @@ std::string quoted(const std::string& s) { return json(s).dump(-1, ' ', false, j
 
 // If answer_start is a UTF-16 code-unit offset (as CMRC 2018 trial's are), the code point it stands for; the message
 // then says so. offsets: code-point offsets of the context.
-std::optional<int64_t> utf16_reading(std::string_view context, const std::vector<size_t>& offsets, const Answer& answer) {
+std::optional<int64_t> utf16_reading(std::string_view context, const std::vector<size_t>& offsets,
+                                     const Answer& answer) {
   int64_t units = 0;
   for (size_t k = 0; k + 1 < offsets.size() && units <= answer.start; ++k) {
-    if (units == answer.start && context.substr(offsets[k]).substr(0, answer.text.size()) == answer.text) {
+    if (units == answer.start && context.substr(offsets[k], answer.text.size()) == answer.text) {
       return static_cast<int64_t>(k);
     }
     units += offsets[k + 1] - offsets[k] == 4 ? 2 : 1;  // code points above U+FFFF take a surrogate pair
@@ -35,11 +35,12 @@ std::optional<int64_t> utf16_reading(std::string_view context, const std::vector
 std::string misplacement(std::string_view context, const std::vector<size_t>& offsets, const Answer& answer) {
   const int64_t length = utf8_codepoint_count(answer.text);
   const int64_t context_length = static_cast<int64_t>(offsets.size()) - 1;
-  if (answer.start < 0 || answer.start + length > context_length) {
+  if (answer.start < 0 || answer.start > context_length - length) {  // (no overflow for huge starts)
     return "answer " + quoted(answer.text) + " at answer_start " + std::to_string(answer.start) +
            " does not fit in the context (" + std::to_string(context_length) + " code points)";
   }
-  const std::string found(context.substr(offsets[answer.start], offsets[answer.start + length] - offsets[answer.start]));
+  const std::string found(
+      context.substr(offsets[answer.start], offsets[answer.start + length] - offsets[answer.start]));
   if (found == answer.text) return "";
   std::string what = "answer_start " + std::to_string(answer.start) + " should begin " + quoted(answer.text) +
                      " but the context there reads " + quoted(found);
@@ -63,10 +64,13 @@ class SquadReader {
   }
 
  private:
-  void issue(std::string where, std::string what) { report_issue(out_.issues, on_error_, {std::move(where), std::move(what)}); }
+  void issue(std::string where, std::string what) {
+    report_issue(out_.issues, on_error_, {std::move(where), std::move(what)});
+  }
 
   void read_article(const json& article, const std::string& path) {
-    if (!article.is_object()) return issue(doc_.where(path, "data"), std::string("expected an article object, got ") + article.type_name());
+    if (!article.is_object())
+      return issue(doc_.where(path, "data"), std::string("expected an article object, got ") + article.type_name());
     std::string title;
     if (article.contains("title")) {
       if (!article.at("title").is_string()) return issue(doc_.where(path), "\"title\" is not a string");
@@ -85,7 +89,8 @@ class SquadReader {
   void read_paragraph(const json& paragraph, const std::string& path, const std::string& list_path,
                       const std::string& title) {
     if (!paragraph.is_object()) {
-      return issue(doc_.where(path, list_path), std::string("expected a paragraph object, got ") + paragraph.type_name());
+      return issue(doc_.where(path, list_path),
+                   std::string("expected a paragraph object, got ") + paragraph.type_name());
     }
     if (!paragraph.contains("context") || !paragraph.at("context").is_string()) {
       return issue(doc_.where(path), "paragraph without a \"context\" string");
@@ -104,8 +109,10 @@ class SquadReader {
 
   void read_question(const json& qa, const std::string& path, const std::string& list_path, const std::string& context,
                      const std::vector<size_t>& offsets, const std::string& title) {
-    if (!qa.is_object()) return issue(doc_.where(path, list_path), std::string("expected a question object, got ") + qa.type_name());
-    if (!qa.contains("id") || !qa.at("id").is_string()) return issue(doc_.where(path), "question without an \"id\" string");
+    if (!qa.is_object())
+      return issue(doc_.where(path, list_path), std::string("expected a question object, got ") + qa.type_name());
+    if (!qa.contains("id") || !qa.at("id").is_string())
+      return issue(doc_.where(path), "question without an \"id\" string");
     QaExample example;
     example.id = qa.at("id").get<std::string>();
     example.title = title;
@@ -119,7 +126,8 @@ class SquadReader {
     // Nothing to learn from an empty question, but its gold answers still score predictions.
     const bool trainable = !example.question.empty();
     if (!trainable) issue(doc_.where(path), about + "empty question text: kept for evaluation only");
-    if (!qa.contains("answers") || !qa.at("answers").is_array()) return issue(doc_.where(path), about + "no \"answers\" list");
+    if (!qa.contains("answers") || !qa.at("answers").is_array())
+      return issue(doc_.where(path), about + "no \"answers\" list");
 
     const json& answers = qa.at("answers");
     const std::string answers_path = json_child_path(path, "answers");

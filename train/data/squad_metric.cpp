@@ -37,9 +37,7 @@ std::string encode(const std::vector<int32_t>& cps) {
   return out;
 }
 
-utf8proc_category_t category(int32_t cp) {
-  return cp >= 0 ? utf8proc_category(cp) : UTF8PROC_CATEGORY_CN;
-}
+utf8proc_category_t category(int32_t cp) { return cp >= 0 ? utf8proc_category(cp) : UTF8PROC_CATEGORY_CN; }
 
 // Unicode "Cased" (approximated by the letter case categories; Python also counts Other_Lowercase/Uppercase).
 bool is_cased(int32_t cp) {
@@ -50,11 +48,12 @@ bool is_cased(int32_t cp) {
 // Unicode "Case_Ignorable": Mn, Me, Cf, Lm, Sk, and Word_Break MidLetter / MidNumLet / Single_Quote.
 bool is_case_ignorable(int32_t cp) {
   switch (category(cp)) {
-    case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_ME: case UTF8PROC_CATEGORY_CF:
-    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_SK:
-      return true;
-    default:
-      break;
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_SK: return true;
+    default: break;
   }
   static constexpr int32_t kMid[] = {0x27,   0x2E,   0x3A,   0xB7,   0x387,  0x55F,  0x5F4,  0x2018, 0x2019,
                                      0x2024, 0x2027, 0xFE13, 0xFE52, 0xFE55, 0xFF07, 0xFF0E, 0xFF1A};
@@ -92,26 +91,29 @@ std::vector<int32_t> python_lower(const std::vector<int32_t>& cps) {
 
 // Python's string.punctuation.
 bool is_ascii_punctuation(int32_t cp) {
-  return cp >= 0 && cp < 0x80 && std::string_view("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~").find(static_cast<char>(cp)) !=
-                                     std::string_view::npos;
+  return cp >= 0 && cp < 0x80 &&
+         std::string_view("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~").find(static_cast<char>(cp)) != std::string_view::npos;
 }
 
 // Python's re \w on str: str.isalnum() (letters and numbers of any script) or '_'.
 bool is_word(int32_t cp) {
   switch (category(cp)) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT: case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO:
-      return true;
-    default:
-      return cp == '_';
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO: return true;
+    default: return cp == '_';
   }
 }
 
 // Python's str.isspace(), which str.split() splits on.
 bool is_python_space(int32_t cp) {
   return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
-         cp == 0x3000;
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
 bool is_article(const std::vector<int32_t>& cps, size_t begin, size_t end) {
@@ -144,7 +146,8 @@ std::string normalize_squad_answer(std::string_view text) {
 
   std::vector<int32_t> no_punct;
   no_punct.reserve(lowered.size());
-  std::copy_if(lowered.begin(), lowered.end(), std::back_inserter(no_punct), [](int32_t cp) { return !is_ascii_punctuation(cp); });
+  std::copy_if(lowered.begin(), lowered.end(), std::back_inserter(no_punct),
+               [](int32_t cp) { return !is_ascii_punctuation(cp); });
 
   // re.sub(r'\b(a|an|the)\b', ' ', s): a match is exactly a whole run of word characters.
   std::vector<int32_t> no_articles;

@@ -82,15 +82,13 @@ std::vector<size_t> utf8_codepoint_offsets(std::string_view s) {
   return offsets;
 }
 
-int64_t utf8_codepoint_count(std::string_view s) {
-  return static_cast<int64_t>(utf8_codepoint_offsets(s).size()) - 1;
-}
+int64_t utf8_codepoint_count(std::string_view s) { return static_cast<int64_t>(utf8_codepoint_offsets(s).size()) - 1; }
 
 std::string utf8_slice_codepoints(std::string_view s, int64_t start, int64_t count) {
   const std::vector<size_t> offsets = utf8_codepoint_offsets(s);
   const int64_t n = static_cast<int64_t>(offsets.size()) - 1;
   const int64_t begin = std::clamp<int64_t>(start, 0, n);
-  const int64_t end = std::clamp<int64_t>(start + std::max<int64_t>(count, 0), begin, n);
+  const int64_t end = begin + std::clamp<int64_t>(count, 0, n - begin);
   return std::string(s.substr(offsets[begin], offsets[end] - offsets[begin]));
 }
 

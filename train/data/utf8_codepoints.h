@@ -17,7 +17,8 @@ void append_utf8(std::string& out, int32_t codepoint);
 
 bool is_valid_utf8(std::string_view s);
 
-// Byte offset of every code point, plus s.size() at the end: entry k is where code point k starts. Requires valid UTF-8.
+// Byte offset of every code point, plus s.size() at the end: entry k is where code point k starts. Requires valid
+// UTF-8.
 std::vector<size_t> utf8_codepoint_offsets(std::string_view s);
 
 int64_t utf8_codepoint_count(std::string_view s);
