@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/error.h"
+#include "train/bench.h"
 #include "train/classification_task.h"
 #include "train/info.h"
 #include "train/trainer.h"
@@ -18,7 +19,7 @@ int info_command(const std::string& config, const std::vector<std::string>& over
   ModelDims dims;
   dims.vocab_size = rc.tokenizer.vocab.empty() ? rc.tokenizer.vocab_size : Vocab::load(rc.tokenizer.vocab).size();
   dims.num_labels = 1;
-  if (rc.data.task == "classification") {
+  if (rc.data.present && rc.data.task == "classification") {
     ClassificationTask task(rc.data, std::nullopt);
     dims.num_labels = task.labels().size();
   }
@@ -92,6 +93,18 @@ int main(int argc, char** argv) {
   info->add_option("--set", info_overrides, "override a config key (repeatable)");
   info->add_option("--seq-len", seq_len, "sequence length for the FLOP counts (default model.max_len)");
 
+  BenchOptions bench_opt;
+  auto* bench = app.add_subcommand("bench", "time training steps and inference on synthetic batches; sgemm rate");
+  bench->add_option("config", bench_opt.config, "config (YAML)")->required()->check(CLI::ExistingFile);
+  bench->add_option("--set", bench_opt.overrides, "override a config key (repeatable)");
+  bench->add_option("--batch", bench_opt.batch, "batch size")->check(CLI::PositiveNumber);
+  bench->add_option("--seq-len", bench_opt.seq_len, "sequence length (default model.max_len)");
+  bench->add_option("--vocab", bench_opt.vocab, "vocabulary size")->check(CLI::PositiveNumber);
+  bench->add_option("--classes", bench_opt.classes, "number of classes")->check(CLI::PositiveNumber);
+  bench->add_option("--steps", bench_opt.steps, "timed steps")->check(CLI::PositiveNumber);
+  bench->add_option("--warmup", bench_opt.warmup, "untimed warm-up steps");
+  bench->add_flag("--json", bench_opt.json, "print one JSON object");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*train) {
@@ -104,6 +117,7 @@ int main(int argc, char** argv) {
     if (*eval) return eval_command(run_dir, which, split);
     if (*predict) return predict_command(run_dir, which, texts, top);
     if (*info) return info_command(info_config, info_overrides, seq_len);
+    if (*bench) return bench_command(bench_opt);
   } catch (const ConfigError& e) {
     std::cerr << "config error: " << e.what() << "\n";
     return 2;

@@ -19,6 +19,8 @@ TokenizerOptions read_tokenizer(const Config& root) {
 
 DataOptions read_data(const Config& root) {
   DataOptions d;
+  if (!root.has("data")) return d;  // bench and info need no data
+  d.present = true;
   const Config c = root.child("data");
   d.task = c.get_choice("task", {"classification", "squad"}, "classification");
   if (d.task == "classification") {
@@ -56,6 +58,7 @@ DataOptions read_data(const Config& root) {
 
 TrainOptions read_train(const Config& root) {
   TrainOptions t;
+  if (!root.has("train")) return t;
   const Config c = root.child("train");
   t.epochs = c.get_positive("epochs", t.epochs);
   t.max_steps = c.get<int64_t>("max_steps", 0);

@@ -18,6 +18,7 @@ struct TokenizerOptions {
 };
 
 struct DataOptions {
+  bool present = false;                 // the config has a data: block
   std::string task = "classification";  // classification | squad
   std::string format = "clinc150";      // classification: clinc150 | csv | tsv | jsonl; squad: squad
   // clinc150: one file holding the splits; csv/tsv/jsonl/squad: one file per split (*_path)

@@ -52,6 +52,7 @@ LabelSet read_labels(const std::string& path) {
 
 // The task for the config; `labels` from a run directory when continuing one.
 std::unique_ptr<Task> make_task(const RunConfig& rc, std::optional<LabelSet> labels) {
+  if (!rc.data.present) throw ConfigError(rc.root.file() + ": the config has no data: block to train on");
   if (rc.data.task == "classification") return std::make_unique<ClassificationTask>(rc.data, std::move(labels));
   throw ConfigError(rc.root.file() + ": data.task 'squad' is not implemented in this build yet");
 }

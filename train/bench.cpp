@@ -1,0 +1,168 @@
+#include "train/bench.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "framework/autograd.h"
+#include "framework/error.h"
+#include "framework/ops.h"
+#include "framework/optim.h"
+#include "framework/random.h"
+#include "models/encoder_model.h"
+#include "train/run_config.h"
+
+namespace hr {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+}
+
+// sgemm rate of the backend at a size typical of the model's largest matmuls, median of several runs
+double sgemm_gflops(Device d, int64_t M, int64_t N, int64_t K) {
+  Tensor a = Tensor::full({M, K}, 0.5f, d), b = Tensor::full({N, K}, 0.25f, d), c = Tensor::empty({M, N}, d);
+  GemmArgs g;
+  g.M = M, g.N = N, g.K = K, g.transB = true;
+  g.A = a.data(), g.lda = K, g.B = b.data(), g.ldb = K, g.C = c.data(), g.ldc = N;
+  Backend& be = backend(d);
+  for (int i = 0; i < 3; ++i) be.gemm(g);
+  be.synchronize();
+  std::vector<double> rates;
+  for (int i = 0; i < 10; ++i) {
+    const auto t = Clock::now();
+    be.gemm(g);
+    be.synchronize();
+    rates.push_back(2.0 * static_cast<double>(M * N * K) / seconds_since(t) / 1e9);
+  }
+  return median(rates);
+}
+
+EncoderInput random_input(int64_t B, int64_t T, int64_t vocab, uint64_t seed, Device d) {
+  std::vector<std::vector<int32_t>> rows(static_cast<size_t>(B), std::vector<int32_t>(static_cast<size_t>(T)));
+  uint64_t s = seed;
+  for (auto& r : rows)
+    for (auto& id : r) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      id = static_cast<int32_t>((s >> 33) % static_cast<uint64_t>(vocab));
+    }
+  return make_encoder_input(rows, 0, d);
+}
+
+}  // namespace
+
+int bench_command(const BenchOptions& opt) {
+  RunConfig rc = load_run_config(opt.config, opt.overrides);
+  const Device d = rc.train.device;
+  manual_seed(0);
+  auto model = build_model(rc.root.child("model"), ModelDims{opt.vocab, opt.classes});
+  model->to(d);
+  const int64_t B = opt.batch, T = opt.seq_len > 0 ? opt.seq_len : model->max_len();
+  HR_CHECK(model->task() == EncoderModel::Task::Classification, "bench: use a classifier config");
+
+  // model FLOPs per training step: 3x the forward (forward + backward for inputs and weights)
+  double fwd_per_token = 0;
+  for (const auto& s : model->layer_stats(T)) fwd_per_token += s.attention_flops + s.ffn_flops;
+  const double fwd_flops = fwd_per_token * static_cast<double>(B * T) +
+                           2.0 * static_cast<double>(B * model->d_model() * opt.classes);
+  const double train_flops = 3.0 * fwd_flops;
+
+  NamedTensors params = model->named_parameters();
+  std::vector<bool> decay;
+  for (const auto& [n, t] : params) decay.push_back(t.ndim() >= 2);
+  AdamW adamw(params, decay, AdamWOptions{});
+  std::vector<int32_t> label_ids(static_cast<size_t>(B));
+  for (int64_t i = 0; i < B; ++i) label_ids[static_cast<size_t>(i)] = static_cast<int32_t>(i % opt.classes);
+  const Tensor labels = Tensor::from_ids(label_ids, {B}, d);
+  const EncoderInput in = random_input(B, T, opt.vocab, 1, d);
+  Backend& be = backend(d);
+
+  auto train_step = [&]() {
+    model->zero_grad();
+    Tensor loss = cross_entropy(model->forward(in), labels);
+    backward(loss);
+    clip_grad_norm(model->parameters(), 1.f);
+    adamw.step(1e-4f);
+    be.synchronize();
+  };
+  model->train();
+  for (int64_t i = 0; i < opt.warmup; ++i) train_step();
+  const size_t allocs_before = be.system_allocations();
+  std::vector<double> step_s;
+  for (int64_t i = 0; i < opt.steps; ++i) {
+    const auto t = Clock::now();
+    train_step();
+    step_s.push_back(seconds_since(t));
+  }
+  const size_t steady_allocs = be.system_allocations() - allocs_before;
+
+  model->eval();
+  std::vector<double> infer_s, latency_s;
+  {
+    NoGradGuard ng;
+    for (int64_t i = 0; i < opt.warmup + opt.steps; ++i) {
+      const auto t = Clock::now();
+      model->forward(in).to_vector();
+      if (i >= opt.warmup) infer_s.push_back(seconds_since(t));
+    }
+    const EncoderInput one = random_input(1, T, opt.vocab, 2, d);
+    for (int64_t i = 0; i < opt.latency_runs + 5; ++i) {
+      const auto t = Clock::now();
+      model->forward(one).to_vector();
+      if (i >= 5) latency_s.push_back(seconds_since(t));
+    }
+  }
+  // the model's dominant gemm shape: (B*T, ffn) x (ffn, D)
+  const double gemm = sgemm_gflops(d, B * T, model->d_model() * 4, model->d_model());
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+
+  const double step = median(step_s), infer = median(infer_s);
+  nlohmann::json j = {
+      {"config", opt.config}, {"device", device_name(d)}, {"batch", B}, {"seq_len", T},
+      {"parameters", model->num_parameters()},
+      {"train_step_ms", step * 1e3}, {"train_tokens_per_s", static_cast<double>(B * T) / step},
+      {"train_gflops", train_flops / step / 1e9},
+      {"infer_batch_ms", infer * 1e3}, {"infer_tokens_per_s", static_cast<double>(B * T) / infer},
+      {"infer_gflops", fwd_flops / infer / 1e9},
+      {"latency_b1_p50_ms", percentile(latency_s, 0.5) * 1e3}, {"latency_b1_p95_ms", percentile(latency_s, 0.95) * 1e3},
+      {"sgemm_gflops", gemm}, {"train_vs_sgemm", train_flops / step / 1e9 / gemm},
+      {"peak_rss_mb", static_cast<double>(ru.ru_maxrss) / 1024.0},
+      {"peak_device_mb", static_cast<double>(be.peak_bytes_in_use()) / 1048576.0},
+      {"steady_state_system_allocations", steady_allocs}};
+  if (opt.json) {
+    std::cout << j.dump() << "\n";
+  } else {
+    std::printf("%s on %s: batch %lld x seq %lld, %lld parameters, median of %lld steps\n", opt.config.c_str(),
+                device_name(d), static_cast<long long>(B), static_cast<long long>(T),
+                static_cast<long long>(model->num_parameters()), static_cast<long long>(opt.steps));
+    std::printf("  training step      %9.1f ms  %9.0f tokens/s  %7.1f GFLOP/s (model FLOPs)\n", step * 1e3,
+                j["train_tokens_per_s"].get<double>(), j["train_gflops"].get<double>());
+    std::printf("  inference batch    %9.1f ms  %9.0f tokens/s  %7.1f GFLOP/s\n", infer * 1e3,
+                j["infer_tokens_per_s"].get<double>(), j["infer_gflops"].get<double>());
+    std::printf("  batch-1 latency    p50 %.2f ms  p95 %.2f ms\n", j["latency_b1_p50_ms"].get<double>(),
+                j["latency_b1_p95_ms"].get<double>());
+    std::printf("  sgemm (same run)   %9.1f GFLOP/s; training reaches %.0f%% of it\n", gemm,
+                100.0 * j["train_vs_sgemm"].get<double>());
+    std::printf("  peak RSS %.0f MB; new system allocations during timed steps: %zu\n",
+                j["peak_rss_mb"].get<double>(), steady_allocs);
+  }
+  return 0;
+}
+
+}  // namespace hr

@@ -1,0 +1,22 @@
+// `headroom bench CONFIG`: times training steps (forward, backward, AdamW) and inference on synthetic batches of the
+// config's shape, counts the model FLOPs, and measures oneDNN's (or cuBLAS's) sgemm rate in the same run.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+
+namespace hr {
+
+struct BenchOptions {
+  std::string config;
+  std::vector<std::string> overrides;
+  int64_t batch = 32, seq_len = 0, vocab = 8000, classes = 150;  // seq_len 0: model.max_len
+  int64_t warmup = 3, steps = 10, latency_runs = 50;
+  bool json = false;
+};
+
+int bench_command(const BenchOptions& opt);
+
+}  // namespace hr
