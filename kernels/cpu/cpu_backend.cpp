@@ -10,6 +10,7 @@
 #include "kernels/cpu/cpu_allocator.h"
 #include "kernels/cpu/cpu_parallel.h"
 #include "kernels/cpu/cpu_sum_to.h"
+#include "kernels/cpu/onednn_eltwise.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/cpu/strided_runs.h"
 #include "kernels/math/random.h"
@@ -84,6 +85,9 @@ void check_label(int32_t label, int64_t row, int64_t C, int32_t ignore_index, co
                std::to_string(ignore_index));
 }
 
+// Below this many elements the shared functors beat a oneDNN primitive call.
+constexpr int64_t kOneDnnEltwiseMin = 4096;
+
 // Column blocks for reductions over rows: each block belongs to one thread, so sums are race-free and ordered.
 constexpr int64_t kColumnBlock = 64;
 
@@ -130,6 +134,7 @@ class CpuBackend final : public Backend {
 
   // ---- elementwise
   void unary(Unary op, const float* x, float* y, int64_t n, float a, float b) override {
+    if (n >= kOneDnnEltwiseMin && OneDnnEltwise::supports(op)) return eltwise_.forward(op, x, y, n);
     with_unary(op, [&](auto opc) {
       parallel_for(n, unary_cost(op), [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i) y[i] = math::unary_forward(opc, x[i], a, b);
@@ -139,6 +144,8 @@ class CpuBackend final : public Backend {
 
   void unary_backward(Unary op, const float* x, const float* y, const float* gy, float* gx, int64_t n, float a,
                       float b, bool accumulate) override {
+    if (!accumulate && n >= kOneDnnEltwiseMin && OneDnnEltwise::supports(op))
+      return eltwise_.backward(op, op == Unary::Gelu ? x : y, gy, gx, n);
     with_unary(op, [&](auto opc) {
       parallel_for(n, unary_cost(op), [&](int64_t i0, int64_t i1) {
         if (accumulate) {
@@ -250,6 +257,22 @@ class CpuBackend final : public Backend {
   void softmax(const float* x, const float* mask, float* y, int64_t rows, int64_t n, float scale,
                int64_t rows_per_mask) override {
     HR_CHECK(!mask || rows_per_mask > 0, "softmax: rows_per_mask must be positive with a mask");
+    if (rows * n >= kOneDnnEltwiseMin) {
+      // scale and mask in one vectorised pass, then oneDNN's softmax in place
+      parallel_for(rows, 2 * n, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const float* xr = x + r * n;
+          const float* mr = mask ? mask + r / rows_per_mask * n : nullptr;
+          float* yr = y + r * n;
+          if (mr) {
+            for (int64_t j = 0; j < n; ++j) yr[j] = scale * xr[j] + mr[j];
+          } else {
+            for (int64_t j = 0; j < n; ++j) yr[j] = scale * xr[j];
+          }
+        }
+      });
+      return eltwise_.softmax_inplace(y, rows, n);
+    }
     parallel_for(rows, 8 * n, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r)
         math::softmax_row(x + r * n, mask ? mask + r / rows_per_mask * n : nullptr, y + r * n, n, scale);
@@ -394,6 +417,7 @@ class CpuBackend final : public Backend {
 
  private:
   CpuAllocator allocator_;
+  OneDnnEltwise eltwise_;
   OneDnnMatmul matmul_;
 };
 

@@ -1,0 +1,42 @@
+// Elementwise functions and softmax through oneDNN's JIT primitives (vectorised exp/erf/tanh), cached by size. The
+// CPU backend uses them for large buffers of the transcendental ops; everything else stays on the shared functors.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "kernels/backend.h"
+
+namespace hr {
+
+class OneDnnEltwise {
+ public:
+  OneDnnEltwise();
+  // True when `op` has a oneDNN algorithm here (gelu_erf, exp, tanh, logistic).
+  static bool supports(Unary op);
+  void forward(Unary op, const float* x, float* y, int64_t n);
+  // gx = gy * f'(.); `saved` is the input for gelu and the output for exp, tanh and logistic (as the framework saves).
+  void backward(Unary op, const float* saved, const float* gy, float* gx, int64_t n);
+  // In-place softmax over the rows of y (rows, n).
+  void softmax_inplace(float* y, int64_t rows, int64_t n);
+
+ private:
+  using Key = std::tuple<int, int64_t, int64_t>;  // (op or -1 for softmax, rows, n)
+  struct Fwd {
+    dnnl::eltwise_forward::primitive_desc pd;
+    dnnl::eltwise_forward prim;
+    dnnl::eltwise_backward bwd;
+  };
+  Fwd& eltwise(Unary op, int64_t n);
+
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  std::mutex mutex_;
+  std::map<Key, Fwd> eltwise_;
+  std::map<Key, dnnl::softmax_forward> softmax_;
+};
+
+}  // namespace hr
