@@ -66,6 +66,27 @@ EncoderInput random_input(int64_t B, int64_t T, int64_t vocab, uint64_t seed, De
 
 }  // namespace
 
+std::pair<double, double> forward_latency_percentiles_ms(EncoderModel& model, int64_t B, int64_t T, int64_t vocab,
+                                                         int runs) {
+  const Device d = model.device();
+  const EncoderInput in = random_input(B, T, vocab, 3, d);
+  const bool was_training = model.training();
+  model.eval();
+  NoGradGuard ng;
+  std::vector<double> ms;
+  for (int i = 0; i < runs + 3; ++i) {
+    const auto t = Clock::now();
+    model.forward(in).to_vector();
+    if (i >= 3) ms.push_back(seconds_since(t) * 1e3);
+  }
+  model.train(was_training);
+  return {percentile(ms, 0.5), percentile(ms, 0.95)};
+}
+
+double forward_latency_ms(EncoderModel& model, int64_t B, int64_t T, int64_t vocab, int runs) {
+  return forward_latency_percentiles_ms(model, B, T, vocab, runs).first;
+}
+
 int bench_command(const BenchOptions& opt) {
   RunConfig rc = load_run_config(opt.config, opt.overrides);
   const Device d = rc.train.device;

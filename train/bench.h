@@ -19,4 +19,11 @@ struct BenchOptions {
 
 int bench_command(const BenchOptions& opt);
 
+class EncoderModel;
+// Median wall time (ms) of an eval-mode forward pass over a batch of B random sequences of T tokens.
+double forward_latency_ms(EncoderModel& model, int64_t B, int64_t T, int64_t vocab, int runs);
+// p50 and p95 (ms) of the same, for latency tables.
+std::pair<double, double> forward_latency_percentiles_ms(EncoderModel& model, int64_t B, int64_t T, int64_t vocab,
+                                                         int runs);
+
 }  // namespace hr

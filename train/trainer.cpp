@@ -57,11 +57,11 @@ std::unique_ptr<Task> make_task(const RunConfig& rc, std::optional<LabelSet> lab
   throw ConfigError(rc.root.file() + ": data.task 'squad' is not implemented in this build yet");
 }
 
-std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerOptions& t, const Task& task, const std::string& run_vocab) {
+std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerOptions& t, const Task* task, const std::string& run_vocab) {
   BasicTokenizer basic(t.lower_case);
   if (!run_vocab.empty() && fs::exists(run_vocab)) return std::make_unique<Tokenizer>(Vocab::load(run_vocab), basic);
   if (!t.vocab.empty()) return std::make_unique<Tokenizer>(Vocab::load(t.vocab), basic);
-  const auto* cls = dynamic_cast<const ClassificationTask*>(&task);
+  const auto* cls = dynamic_cast<const ClassificationTask*>(task);
   HR_CHECK(cls, "tokenizer.vocab is required for this task");
   std::cerr << "learning a WordPiece vocabulary of " << t.vocab_size << " tokens from the training texts\n";
   return std::make_unique<Tokenizer>(learn_wordpiece_vocab(cls->training_texts(), static_cast<int>(t.vocab_size), basic),
@@ -173,7 +173,7 @@ LoadedRun load_run(const std::string& dir, const std::string& which, bool load_d
   } else if (labels) {
     dims.num_labels = labels->size();
   }
-  r.tokenizer = make_tokenizer(r.config.tokenizer, *r.task, dir + "/vocab.txt");
+  r.tokenizer = make_tokenizer(r.config.tokenizer, r.task.get(), dir + "/vocab.txt");
   dims.vocab_size = r.tokenizer->vocab().size();
   r.model = build_model(r.config.root.child("model"), dims);
   if (r.task) encode_task(*r.task, *r.tokenizer, r.model->max_len());
@@ -206,7 +206,7 @@ int train_command(const TrainArgs& args) {
   std::optional<LabelSet> labels;
   if (resume && fs::exists(dir + "/labels.txt")) labels = read_labels(dir + "/labels.txt");
   std::unique_ptr<Task> task = make_task(rc, labels);
-  std::unique_ptr<Tokenizer> tok = make_tokenizer(rc.tokenizer, *task, resume ? dir + "/vocab.txt" : "");
+  std::unique_ptr<Tokenizer> tok = make_tokenizer(rc.tokenizer, task.get(), resume ? dir + "/vocab.txt" : "");
   manual_seed(static_cast<uint64_t>(t.seed));
   ModelDims dims = task->dims();
   dims.vocab_size = tok->vocab().size();
@@ -351,7 +351,7 @@ int train_command(const TrainArgs& args) {
       progress.update(st.step, static_cast<float>(window_loss / static_cast<double>(window_steps)), lr, tps, eta, log_now);
       if (log_now) {
         log_json({{"step", st.step}, {"epoch", st.epoch}, {"loss", window_loss / static_cast<double>(window_steps)},
-                  {"lr", lr}, {"tokens_per_s", tps}});
+                  {"lr", lr}, {"tokens_per_s", tps}, {"step_ms", 1e3 * secs / static_cast<double>(window_steps)}});
         window_start = Clock::now();
         window_tokens = 0;
         window_loss = 0;
