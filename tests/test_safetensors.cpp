@@ -1,0 +1,396 @@
+// safetensors reading/writing and atomic file replacement: the PyTorch fixtures, byte-exact round trips, the layout
+// our writer produces (checked by parsing the raw bytes here), and a clear error for every kind of broken file.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "framework/atomic_file.h"
+#include "framework/error.h"
+#include "framework/safetensors.h"
+
+namespace fs = std::filesystem;
+using namespace hr;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  const char* shared = std::getenv("HR_SHARED");
+  REQUIRE_MESSAGE(shared, "HR_SHARED is not set (run the tests through meson)");
+  return std::string(shared) + "/fixtures/torch_reference/" + name;
+}
+
+// A fresh directory for one test case, removed at the end.
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    dir = fs::temp_directory_path() / ("hr_test_safetensors_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~TempDir() { fs::remove_all(dir); }
+  std::string operator/(const std::string& name) const { return (dir / name).string(); }
+};
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string le64(uint64_t v) {
+  std::string s(8, '\0');
+  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>(v >> (8 * i));
+  return s;
+}
+
+// A raw safetensors file from a header text and a number of zero data bytes.
+std::string raw_file(const std::string& header, size_t data_bytes) {
+  return le64(header.size()) + header + std::string(data_bytes, '\0');
+}
+
+// Reading `path` must throw hr::Error whose message names the file and contains `expected`.
+void check_read_error(const std::string& path, const std::string& expected) {
+  std::string message;
+  try {
+    read_safetensors(path);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  INFO("message: " << message);
+  CHECK_MESSAGE(!message.empty(), "no error reading " << path);
+  CHECK(message.find(path) != std::string::npos);
+  CHECK(message.find(expected) != std::string::npos);
+}
+
+// The message of the hr::Error that `f` throws ("" when it throws none).
+template <class F>
+std::string error_message(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+}  // namespace
+
+TEST_CASE("reads the cross-entropy fixture and its values agree with the loss they claim") {
+  SafeTensorsFile f = read_safetensors(fixture("cross_entropy.safetensors"));
+  REQUIRE(f.tensors.size() == 4);
+  const SafeTensor& logits = f.tensors.at("logits");
+  CHECK(logits.dtype == "F32");
+  CHECK(logits.shape == std::vector<int64_t>{6, 7});
+  CHECK(f.tensors.at("labels").dtype == "I64");
+  CHECK(f.tensors.at("labels").shape == std::vector<int64_t>{6});
+  CHECK(f.tensors.at("grad.logits").shape == std::vector<int64_t>{6, 7});
+  CHECK(f.metadata.at("ignore_index") == "-100");
+  CHECK(f.metadata.at("label_smoothing") == "0.1");
+
+  // Recompute the label-smoothed mean cross-entropy from the decoded logits and labels: this only matches when
+  // every byte landed in the right place.
+  std::vector<float> x = to_f32(logits);
+  std::vector<int64_t> labels = to_i64(f.tensors.at("labels"));
+  const double eps = 0.1;
+  double total = 0;
+  int counted = 0;
+  for (int r = 0; r < 6; ++r) {
+    if (labels[r] == -100) continue;
+    REQUIRE(labels[r] >= 0);
+    REQUIRE(labels[r] < 7);
+    double mx = -1e30, sum = 0, mean_nll = 0;
+    for (int c = 0; c < 7; ++c) mx = std::max(mx, double(x[r * 7 + c]));
+    for (int c = 0; c < 7; ++c) sum += std::exp(x[r * 7 + c] - mx);
+    const double log_z = mx + std::log(sum);
+    for (int c = 0; c < 7; ++c) mean_nll += (log_z - x[r * 7 + c]) / 7;
+    total += (1 - eps) * (log_z - x[r * 7 + labels[r]]) + eps * mean_nll;
+    ++counted;
+  }
+  CHECK(counted == 5);  // one row carries ignore_index
+  CHECK(total / counted == doctest::Approx(to_f32(f.tensors.at("loss"))[0]).epsilon(1e-5));
+}
+
+TEST_CASE("reads the encoder-layer and hard-concrete fixtures") {
+  SafeTensorsFile layer = read_safetensors(fixture("encoder_layer.safetensors"));
+  CHECK(layer.tensors.at("input").shape == std::vector<int64_t>{2, 5, 16});
+  CHECK(layer.tensors.at("param.q.weight").shape == std::vector<int64_t>{24, 16});
+  CHECK(layer.tensors.at("param.o.weight").shape == std::vector<int64_t>{16, 24});
+  CHECK(layer.metadata.at("heads") == "3");
+  CHECK(layer.metadata.at("head_dim") == "8");
+  std::vector<int64_t> mask = to_i64(layer.tensors.at("mask"));
+  REQUIRE(mask.size() == 10);
+  int padded = 0;
+  for (int64_t m : mask) {
+    CHECK((m == 0 || m == 1));
+    padded += m == 0;
+  }
+  CHECK(padded == 2);
+
+  SafeTensorsFile talking = read_safetensors(fixture("encoder_layer_talking_heads.safetensors"));
+  CHECK(talking.tensors.at("param.talk.logits").shape == std::vector<int64_t>{3, 3});
+  CHECK(talking.tensors.at("grad.param.talk.weights").shape == std::vector<int64_t>{3, 3});
+  CHECK(talking.metadata.at("talking_heads") == "True");
+
+  // z_eval and p_open follow from log_alpha by the formulas in the file's own metadata.
+  SafeTensorsFile gates = read_safetensors(fixture("hard_concrete.safetensors"));
+  CHECK(gates.metadata.at("gamma") == "-0.1");
+  std::vector<float> log_alpha = to_f32(gates.tensors.at("log_alpha"));
+  std::vector<float> z_eval = to_f32(gates.tensors.at("z_eval"));
+  std::vector<float> p_open = to_f32(gates.tensors.at("p_open"));
+  REQUIRE(log_alpha.size() == 6);
+  const float beta = 2.0f / 3, gamma = -0.1f, zeta = 1.1f;
+  for (int i = 0; i < 6; ++i) {
+    float z = std::clamp(sigmoid(log_alpha[i]) * (zeta - gamma) + gamma, 0.0f, 1.0f);
+    CHECK(z_eval[i] == doctest::Approx(z).epsilon(1e-5));
+    CHECK(p_open[i] == doctest::Approx(sigmoid(log_alpha[i] - beta * std::log(-gamma / zeta))).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("write then read round-trips every dtype, metadata and odd shapes byte-exactly") {
+  TempDir tmp;
+  SafeTensorsFile f;
+  const float w[6] = {1.5f, -2.0f, 0.0f, 3.25f, 1e-30f, -7.0f};
+  const int64_t ids[3] = {-100, 0, 1LL << 40};
+  f.tensors["weight"] = from_f32({2, 3}, w);
+  f.tensors["ids"] = from_i64({3}, ids);
+  f.tensors["scalar"] = from_f32({}, w + 3);
+  f.tensors["empty"] = from_f32({0, 4}, nullptr);
+  f.tensors["bytes"] = {"U8", {5}, {1, 2, 3, 4, 5}};
+  f.tensors["half"] = {"F16", {2}, {0x00, 0x3c, 0x00, 0xc0}};
+  f.tensors["brain"] = {"BF16", {1}, {0x80, 0x3f}};
+  f.metadata = {{"step", "120"}, {"note", "héadroom \"quoted\""}};
+
+  const std::string a = tmp / "a.safetensors", b = tmp / "b.safetensors";
+  write_safetensors(a, f);
+  SafeTensorsFile back = read_safetensors(a);
+  CHECK(back.metadata == f.metadata);
+  REQUIRE(back.tensors.size() == f.tensors.size());
+  for (const auto& [name, t] : f.tensors) {
+    INFO(name);
+    CHECK(back.tensors.at(name).dtype == t.dtype);
+    CHECK(back.tensors.at(name).shape == t.shape);
+    CHECK(back.tensors.at(name).bytes == t.bytes);
+  }
+  CHECK(to_f32(back.tensors.at("weight")) == std::vector<float>(w, w + 6));
+  CHECK(to_i64(back.tensors.at("ids")) == std::vector<int64_t>(ids, ids + 3));
+  CHECK(to_f32(back.tensors.at("half")) == std::vector<float>{1.0f, -2.0f});
+  CHECK(to_f32(back.tensors.at("brain")) == std::vector<float>{1.0f});
+
+  write_safetensors(b, back);
+  CHECK(read_bytes(a) == read_bytes(b));
+  CHECK(fs::directory_iterator(tmp.dir) != fs::directory_iterator());
+  for (const auto& entry : fs::directory_iterator(tmp.dir))  // no temp files left behind
+    CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);
+}
+
+TEST_CASE("rewritten fixtures keep every tensor and the metadata") {
+  TempDir tmp;
+  for (const char* name : {"cross_entropy.safetensors", "encoder_layer.safetensors",
+                           "encoder_layer_talking_heads.safetensors", "hard_concrete.safetensors"}) {
+    INFO(name);
+    SafeTensorsFile f = read_safetensors(fixture(name));
+    write_safetensors(tmp / name, f);
+    SafeTensorsFile back = read_safetensors(tmp / name);
+    CHECK(back.metadata == f.metadata);
+    REQUIRE(back.tensors.size() == f.tensors.size());
+    for (const auto& [key, t] : f.tensors) CHECK(back.tensors.at(key).bytes == t.bytes);
+  }
+}
+
+TEST_CASE("the written layout follows the safetensors package: padded header, contiguous data by alignment") {
+  TempDir tmp;
+  SafeTensorsFile f;
+  const float v[2] = {1, 2};
+  const int64_t i = 7;
+  f.tensors["a"] = {"U8", {3}, {9, 8, 7}};
+  f.tensors["b"] = from_f32({2}, v);
+  f.tensors["c"] = from_i64({1}, &i);
+  f.tensors["d"] = from_f32({1}, v);
+  f.tensors["e"] = {"F16", {1}, {0, 0x3c}};
+  f.metadata["format"] = "pt";
+  const std::string path = tmp / "layout.safetensors";
+  write_safetensors(path, f);
+
+  const std::string raw = read_bytes(path);
+  uint64_t n = 0;
+  for (int k = 7; k >= 0; --k) n = (n << 8) | static_cast<uint8_t>(raw[k]);
+  CHECK(n % 8 == 0);
+  const std::string header = raw.substr(8, n);
+  CHECK(header.front() == '{');
+  CHECK(header.find_last_not_of(' ') == header.find_last_of('}'));  // only spaces pad the JSON
+  nlohmann::json h = nlohmann::json::parse(header);
+  CHECK(h["__metadata__"]["format"] == "pt");
+  // Descending element size, then name: c (I64), b and d (F32), e (F16), a (U8); no gaps.
+  CHECK(h["c"]["data_offsets"] == nlohmann::json({0, 8}));
+  CHECK(h["b"]["data_offsets"] == nlohmann::json({8, 16}));
+  CHECK(h["d"]["data_offsets"] == nlohmann::json({16, 20}));
+  CHECK(h["e"]["data_offsets"] == nlohmann::json({20, 22}));
+  CHECK(h["a"]["data_offsets"] == nlohmann::json({22, 25}));
+  CHECK(h["b"]["shape"] == nlohmann::json({2}));
+  CHECK(h["b"]["dtype"] == "F32");
+  CHECK(raw.size() == 8 + n + 25);
+  float b1;
+  std::memcpy(&b1, raw.data() + 8 + n + 12, 4);
+  CHECK(b1 == 2.0f);
+  CHECK(raw.substr(8 + n + 22) == "\x09\x08\x07");
+}
+
+TEST_CASE("truncated files give a clear error naming the file") {
+  TempDir tmp;
+  const std::string good = read_bytes(fixture("cross_entropy.safetensors"));
+  REQUIRE(good.size() == 836);  // 8 + 440 header + 388 data
+  const std::string path = tmp / "cut.safetensors";
+  struct Cut {
+    size_t at;
+    std::string expected;
+  };
+  for (const Cut& cut : {Cut{0, "not a safetensors file: 0 bytes"}, Cut{5, "not a safetensors file: 5 bytes"},
+                         Cut{8, "not a safetensors file"}, Cut{100, "header length 440 exceeds the 92 bytes"},
+                         Cut{447, "header length 440 exceeds the 439 bytes"},
+                         Cut{448, "checkpoint truncated: expected 388 bytes of tensor data, found 0"},
+                         Cut{600, "checkpoint truncated: expected 388 bytes of tensor data, found 152"},
+                         Cut{835, "checkpoint truncated: expected 388 bytes of tensor data, found 387"}}) {
+    INFO("cut at " << cut.at);
+    write_bytes(path, good.substr(0, cut.at));
+    check_read_error(path, cut.expected);
+  }
+}
+
+TEST_CASE("foreign and corrupt files give a clear error naming the file") {
+  TempDir tmp;
+  const std::string path = tmp / "bad.safetensors";
+  const std::string good = read_bytes(fixture("cross_entropy.safetensors"));
+
+  SUBCASE("header length lies") {
+    write_bytes(path, le64(1000000) + good.substr(8));
+    check_read_error(path, "header length 1000000 exceeds");
+    write_bytes(path, le64(100) + good.substr(8));
+    check_read_error(path, "header is not valid JSON");
+  }
+  SUBCASE("a PNG") {
+    write_bytes(path, std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\x03\x84\0\0\x02X\x08\x06\0\0\0", 33));
+    check_read_error(path, "not a safetensors file");
+  }
+  SUBCASE("a text file") {
+    write_bytes(path, "epoch,loss\n1,0.93\n2,0.71\n");
+    check_read_error(path, "not a safetensors file");
+  }
+  SUBCASE("a missing file") { check_read_error(tmp / "nope.safetensors", "no such file"); }
+  SUBCASE("header is JSON but not an object") {
+    write_bytes(path, raw_file("{\"a\": 1", 0));
+    check_read_error(path, "not valid JSON");
+  }
+  SUBCASE("tensor entries with problems") {
+    struct Case {
+      std::string header;
+      size_t data;
+      std::string expected;
+    };
+    for (const Case& c : {
+             Case{R"({"a":{"shape":[2],"data_offsets":[0,8]}})", 8, "tensor 'a': missing \"dtype\""},
+             Case{R"({"a":{"dtype":"F32","data_offsets":[0,8]}})", 8, "tensor 'a': missing \"shape\""},
+             Case{R"({"a":{"dtype":"F32","shape":[2]}})", 8, "tensor 'a': missing \"data_offsets\""},
+             Case{R"({"a":{"dtype":"F17","shape":[2],"data_offsets":[0,8]}})", 8, "unknown dtype \"F17\""},
+             Case{R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8, "not a non-negative integer"},
+             Case{R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", 8, "must be two non-negative integers"},
+             Case{R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8, "end before they begin"},
+             Case{R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8, "span 8 bytes but F32 [3] needs 12"},
+             Case{R"({"a":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,8]}})", 8, "too large"},
+             Case{R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
+                      "b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                  12, "data of tensor 'b' (from byte 4) overlaps tensor 'a' (to byte 8)"},
+             Case{R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
+                      "b":{"dtype":"F32","shape":[2],"data_offsets":[12,20]}})",
+                  20, "gap in tensor data: bytes 8 to 12"},
+             Case{R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12, "gap in tensor data: bytes 0 to 4"},
+             Case{R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 10, "2 bytes after the end"},
+             Case{R"({"__metadata__":{"step":3}})", 0, "value of \"step\" is not a string"},
+             Case{R"({"__metadata__":[]})", 0, "\"__metadata__\" is not a JSON object"},
+             Case{R"({"a":[1,2]})", 0, "tensor 'a': entry is not a JSON object"},
+         }) {
+      INFO(c.header);
+      write_bytes(path, raw_file(c.header, c.data));
+      check_read_error(path, c.expected);
+    }
+  }
+  SUBCASE("a header that is a JSON array") {
+    write_bytes(path, le64(5) + "[1,2]");
+    check_read_error(path, "not a safetensors file");
+  }
+}
+
+TEST_CASE("to_f32 and to_i64 decode each supported dtype") {
+  // F16: 1, -2, 65504 (largest), 2^-24 (smallest subnormal), +inf.
+  SafeTensor half{"F16", {5}, {0x00, 0x3c, 0x00, 0xc0, 0xff, 0x7b, 0x01, 0x00, 0x00, 0x7c}};
+  std::vector<float> h = to_f32(half);
+  CHECK(h[0] == 1.0f);
+  CHECK(h[1] == -2.0f);
+  CHECK(h[2] == 65504.0f);
+  CHECK(h[3] == std::ldexp(1.0f, -24));
+  CHECK(std::isinf(h[4]));
+  SafeTensor bf16{"BF16", {2}, {0x80, 0x3f, 0xa0, 0xc0}};
+  CHECK(to_f32(bf16) == std::vector<float>{1.0f, -5.0f});
+  const double d[2] = {0.5, -1e10};
+  SafeTensor f64{"F64", {2}, std::vector<uint8_t>(16)};
+  std::memcpy(f64.bytes.data(), d, 16);
+  CHECK(to_f32(f64) == std::vector<float>{0.5f, -1e10f});
+  const int32_t i[2] = {-3, 70000};
+  SafeTensor i32{"I32", {2}, std::vector<uint8_t>(8)};
+  std::memcpy(i32.bytes.data(), i, 8);
+  CHECK(to_f32(i32) == std::vector<float>{-3.0f, 70000.0f});
+  CHECK(to_i64(i32) == std::vector<int64_t>{-3, 70000});
+  CHECK(to_i64(SafeTensor{"BOOL", {2}, {1, 0}}) == std::vector<int64_t>{1, 0});
+  CHECK_THROWS_AS(to_f32(SafeTensor{"U8", {1}, {1}}), Error);
+  CHECK_THROWS_AS(to_i64(half), Error);
+  CHECK_THROWS_AS(to_f32(SafeTensor{"F32", {2}, {0, 0, 0}}), Error);  // bytes do not match the shape
+}
+
+TEST_CASE("write_safetensors rejects inconsistent tensors and unwritable paths, naming them") {
+  TempDir tmp;
+  SafeTensorsFile f;
+  f.tensors["w"] = {"F32", {2}, {0, 0, 0}};
+  const std::string path = tmp / "w.safetensors";
+  CHECK(error_message([&] { write_safetensors(path, f); }).find(path + ": tensor 'w': holds 3 bytes") == 0);
+  CHECK(!fs::exists(path));
+  f.tensors["w"] = {"F33", {1}, {0, 0, 0, 0}};
+  CHECK(error_message([&] { write_safetensors(path, f); }).find("unknown dtype \"F33\"") != std::string::npos);
+  f.tensors["w"] = {"F32", {1}, {0, 0, 0, 0}};
+  const std::string missing_dir = tmp / "no/such/dir/w.safetensors";
+  CHECK(error_message([&] { write_safetensors(missing_dir, f); }).find(missing_dir) != std::string::npos);
+}
+
+TEST_CASE("write_file_atomically replaces the file, or leaves the old one when writing fails") {
+  TempDir tmp;
+  const std::string path = tmp / "report.txt";
+  write_file_atomically(path, [](std::ostream& out) { out << "first"; });
+  CHECK(read_bytes(path) == "first");
+  write_file_atomically(path, [](std::ostream& out) { out << "second version"; });
+  CHECK(read_bytes(path) == "second version");
+
+  CHECK_THROWS_AS(write_file_atomically(path,
+                                        [](std::ostream& out) {
+                                          out << std::string(200000, 'x');  // past the stream buffer
+                                          throw Error("interrupted");
+                                        }),
+                  Error);
+  CHECK(read_bytes(path) == "second version");
+  int files = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(tmp.dir)) ++files;
+  CHECK(files == 1);  // the temp file is gone
+
+  const std::string bad = tmp / "missing/report.txt";
+  CHECK(error_message([&] { write_file_atomically(bad, [](std::ostream& out) { out << "x"; }); })
+            .find("cannot write " + bad) == 0);
+}
