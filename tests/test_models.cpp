@@ -546,7 +546,37 @@ model:
 // ---------------------------------------------------------------------------------------------------------------------
 // 8. A tiny model learns a synthetic task
 
-TEST_CASE("a 2-layer classifier learns 'does token 3 appear' to >= 95% train accuracy") {
+namespace {
+
+// n sequences "CLS t1 .. tk" (k in 3..8, tokens 2..9; 0 = pad, 1 = CLS); every other one contains a 3 (label 1).
+void token3_task(size_t n, uint64_t seed, std::vector<std::vector<int32_t>>& rows, std::vector<int32_t>& labels) {
+  const std::vector<float> r = test_values(static_cast<int64_t>(n) * 10, seed, 0.f, 1.f);
+  for (size_t i = 0; i < n; ++i) {
+    const float* u = &r[i * 10];
+    const size_t len = 3 + static_cast<size_t>(u[0] * 6);
+    std::vector<int32_t> row = {1};
+    for (size_t t = 0; t < len; ++t) {
+      const int32_t tok = 2 + static_cast<int32_t>(u[1 + t] * 8);
+      row.push_back(tok == 3 ? 4 : tok);
+    }
+    const bool positive = i % 2 == 0;
+    if (positive) row[1 + static_cast<size_t>(u[9] * static_cast<float>(len))] = 3;
+    rows.push_back(row);
+    labels.push_back(positive ? 1 : 0);
+  }
+}
+
+double accuracy(EncoderModel& model, const EncoderInput& in, const std::vector<int32_t>& labels) {
+  NoGradGuard ng;
+  const std::vector<float> logits = model.forward(in).to_vector();  // (N, 2)
+  int correct = 0;
+  for (size_t i = 0; i < labels.size(); ++i) correct += (logits[2 * i + 1] > logits[2 * i]) == (labels[i] == 1);
+  return static_cast<double>(correct) / static_cast<double>(labels.size());
+}
+
+}  // namespace
+
+TEST_CASE("a 2-layer classifier learns 'does token 3 appear': >= 95% train, >= 90% held-out accuracy") {
   manual_seed(3);
   auto model = model_from_yaml(R"(
 model:
@@ -561,31 +591,15 @@ model:
     - attention: {heads: 2, head_dim: 8}
 )",
                                {10, 2});
-  // 128 sequences of length 3..8 over tokens 2..9 (0 = pad, 1 = CLS); half of them contain a 3
-  std::vector<std::vector<int32_t>> rows;
-  std::vector<int32_t> labels;
-  const std::vector<float> r = test_values(128 * 10, 99, 0.f, 1.f);
-  for (size_t i = 0; i < 128; ++i) {
-    const float* u = &r[i * 10];
-    const size_t len = 3 + static_cast<size_t>(u[0] * 6);
-    std::vector<int32_t> row = {1};
-    for (size_t t = 0; t < len; ++t) {
-      int32_t tok = 2 + static_cast<int32_t>(u[1 + t] * 8);
-      if (tok == 3) tok = 4;
-      row.push_back(tok);
-    }
-    const bool positive = i % 2 == 0;
-    if (positive) row[1 + static_cast<size_t>(u[9] * static_cast<float>(len))] = 3;
-    rows.push_back(row);
-    labels.push_back(positive ? 1 : 0);
-  }
+  std::vector<std::vector<int32_t>> rows, held_rows;
+  std::vector<int32_t> labels, held_labels;
+  token3_task(128, 99, rows, labels);
+  token3_task(128, 7, held_rows, held_labels);
   const EncoderInput in = make_encoder_input(rows, 0, Device::CPU);
-  train_losses(*model, in, labels, 300, 3e-3f);
-
-  NoGradGuard ng;
-  const std::vector<float> logits = model->forward(in).to_vector();
-  int correct = 0;
-  for (size_t i = 0; i < labels.size(); ++i) correct += (logits[2 * i + 1] > logits[2 * i]) == (labels[i] == 1);
-  INFO("train accuracy " << correct << " / " << labels.size());
-  CHECK(correct >= 0.95 * static_cast<double>(labels.size()));
+  const EncoderInput held = make_encoder_input(held_rows, 0, Device::CPU);
+  CHECK(accuracy(*model, in, labels) < 0.8);  // not solved before training
+  const std::vector<float> losses = train_losses(*model, in, labels, 100, 3e-3f);
+  INFO("loss " << losses.front() << " -> " << losses.back());
+  CHECK(accuracy(*model, in, labels) >= 0.95);
+  CHECK(accuracy(*model, held, held_labels) >= 0.90);
 }
