@@ -458,6 +458,23 @@ TEST_CASE("permuting heads (q/k/v rows by head block, o columns) leaves the outp
   check_close(layer.forward(x, ctx).to_vector(), before, "output after permuting heads", 1e-5, 1e-6);
 }
 
+TEST_CASE("an attention layer pruned to zero heads keeps only the output bias (the residual path)") {
+  AttentionOptions a;
+  a.heads = 0;
+  a.head_dim = 4;
+  MultiHeadAttention attn(6, a);
+  CHECK(attn.num_parameters() == 6);  // o.bias; o.weight is (6, 0)
+  set_values(attn.o.bias, test_values(6, 1));
+  LayerContext ctx;
+  ctx.prev_logits = Tensor::zeros({2, 2, 3, 3});
+  const Tensor y = attn.forward(hr::testing::rand_tensor({2, 3, 6}, 2), ctx);
+  const std::vector<float> bias = attn.o.bias.to_vector();
+  std::vector<float> expected;
+  for (int row = 0; row < 2 * 3; ++row) expected.insert(expected.end(), bias.begin(), bias.end());  // (B*T, D)
+  check_close(y.to_vector(), expected, "output of a headless layer", 0, 0);
+  CHECK_FALSE(ctx.prev_logits.defined());  // and it passes no logits on
+}
+
 // ---------------------------------------------------------------------------------------------------------------------
 // 7. A layer type defined here, registered, built from YAML next to encoder layers, and trained
 
