@@ -79,7 +79,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, LayerContext& ctx) const {
       else if (head_permutation_.defined()) prev = mix_heads(prev, head_permutation_.to(x.device()));
       logits = add(logits, prev);
     }
-    if (opt_.cross_layer) ctx.prev_logits = logits;
+    ctx.prev_logits = opt_.cross_layer ? logits : Tensor();  // only a cross-layer layer passes its logits on
     probs = softmax(logits, ctx.key_mask);
   }
   if (talk_weights) probs = mix_heads(probs, *talk_weights);
@@ -98,6 +98,7 @@ LayerStats MultiHeadAttention::stats(int64_t T) const {
   st.heads = opt_.heads;
   st.head_dim = opt_.head_dim;
   st.parameters = num_parameters();
+  st.passes_logits = opt_.cross_layer && opt_.heads > 0;
   st.attention_flops = 2.0 * (4.0 * D * H * Dh)  // q, k, v, o projections
                        + 2.0 * (2.0 * L * H * Dh);  // scores and weighted sum
   if (talk_logits) st.attention_flops += 2.0 * 2.0 * L * H * H;

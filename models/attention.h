@@ -18,11 +18,12 @@ struct AttentionOptions {
   bool talking_heads = false;
   bool gates = false;
   GateOptions gate;
-  // Cross-layer head mixing: add the previous layer's pre-softmax logits (residual attention), through a fixed head
-  // permutation (`interleave`, on odd layers) when the head counts match, else through a learned (h_prev, h) map.
+  // Cross-layer head mixing: add the previous layer's pre-softmax logits (residual attention) when that layer is a
+  // cross-layer one too (any other attention layer breaks the chain), through a fixed head permutation (`interleave`,
+  // on odd layers) when the head counts match, else through a learned (h_prev, h) map.
   bool cross_layer = false;
   std::string permute = "none";  // none | interleave
-  int64_t prev_heads = 0;        // heads of the previous attention layer (0: none)
+  int64_t prev_heads = 0;        // heads of the logits the previous layer passes on (0: none, it is no cross-layer one)
   int64_t layer_index = 0;
 };
 

@@ -33,6 +33,10 @@ Tensor EncoderLayer::penalty() const { return attn.gates ? attn.gates->penalty()
 
 AttentionOptions read_attention_options(const Config& block, const LayerDefaults& d) {
   AttentionOptions a;
+  if (!block.has("attention")) {  // the unknown-key check runs only after the build: point at a misspelt block here
+    const std::string typo = did_you_mean("attention", block.keys());
+    block.fail("missing required key 'attention'" + (typo.empty() ? "" : " (is '" + typo + "' a typo?)"));
+  }
   const Config c = block.child("attention");
   a.heads = c.get_positive("heads");
   a.head_dim = c.get_positive("head_dim");

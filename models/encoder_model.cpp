@@ -83,7 +83,7 @@ EncoderModel::EncoderModel(const Config& m, const ModelDims& dims) {
       d.layer_index = static_cast<int64_t>(layers_.size());
       auto layer = build_layer(type, g, d);
       const LayerStats st = layer->stats(1);
-      if (st.heads > 0 || type == "encoder") d.prev_heads = st.heads;
+      if (st.heads > 0 || type == "encoder") d.prev_heads = st.passes_logits ? st.heads : 0;
       layers_.push_back(&register_module("layers." + std::to_string(layers_.size()), std::move(layer)));
     }
   }

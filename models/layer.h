@@ -23,6 +23,7 @@ struct LayerStats {
   std::string type;
   int64_t heads = 0, head_dim = 0, ffn_dim = 0;
   int64_t parameters = 0;
+  bool passes_logits = false;  // its pre-softmax logits go on to the next layer (cross_layer), as ctx.prev_logits
   double attention_flops = 0;  // projections + scores + weighted sum (+ head mixing)
   double ffn_flops = 0;
 };

@@ -19,7 +19,7 @@ struct LayerDefaults {
   float dropout = 0.1f, attention_dropout = 0.1f, layer_norm_eps = 1e-5f;
   bool pre_norm = true;
   int64_t layer_index = 0;   // position of the layer being built
-  int64_t prev_heads = 0;    // heads of the previous attention layer, 0 for none
+  int64_t prev_heads = 0;    // heads of the logits the previous attention layer passes on (cross_layer), 0 for none
 };
 
 using LayerFactory = std::function<std::unique_ptr<Layer>(const Config& block, const LayerDefaults& defaults)>;
