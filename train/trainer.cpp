@@ -365,12 +365,17 @@ int train_command(const TrainArgs& args) {
     if (st.batch_in_epoch >= std::max<int64_t>(1, steps_this_epoch)) {
       ++st.epoch;
       st.batch_in_epoch = 0;
-      if (t.eval_every == 0) run_eval();
-      save_last();
+      // during a streak of non-finite steps the weights are suspect: keep the last good checkpoint
+      if (bad_steps == 0) {
+        if (t.eval_every == 0) run_eval();
+        save_last();
+      }
     }
   }
-  if (t.eval_every > 0 && st.step % t.eval_every != 0) run_eval();
-  save_last();
+  if (bad_steps == 0) {
+    if (t.eval_every > 0 && st.step % t.eval_every != 0) run_eval();
+    save_last();
+  }
 
   // final report: the best checkpoint on the test split (or the last one when there is no eval split)
   if (task->has_split("test")) {

@@ -1,0 +1,420 @@
+// The training binary end to end on tiny data made in a temp dir: resume equals an uninterrupted run, a seed fixes a
+// run, broken checkpoints / configs / data rows fail with the right exit code and a message naming the culprit,
+// non-finite losses are skipped and stop the run, and the run directory holds what eval / predict / init_from need.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "framework/atomic_file.h"
+#include "framework/config.h"
+#include "framework/safetensors.h"
+#include "models/encoder_model.h"
+#include "train/checkpoint.h"
+#include "train/classification_task.h"
+
+namespace fs = std::filesystem;
+using namespace hr;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "hr_train_test_XXXXXX").string();
+    HR_CHECK(mkdtemp(tmpl.data()) != nullptr, "mkdtemp failed");
+    path = tmpl;
+  }
+  ~TempDir() { if (!std::getenv("HR_KEEP")) fs::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// Three intents, each with its own words plus shared filler, so a tiny model can learn them in a few steps.
+std::vector<std::pair<std::string, std::string>> tiny_rows(int n, int salt) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> intents = {
+      {"weather", {"weather", "rain", "sunny", "forecast", "cold"}},
+      {"music", {"play", "song", "music", "album", "volume"}},
+      {"alarm", {"alarm", "wake", "morning", "set", "clock"}}};
+  const std::vector<std::string> filler = {"please", "the", "me", "now", "today", "can", "you"};
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (int i = 0; i < n; ++i) {
+    const auto& [label, words] = intents[static_cast<size_t>(i % 3)];
+    const int k = i * 7 + salt;
+    std::string text = filler[static_cast<size_t>(k % 7)] + " " + words[static_cast<size_t>(k % 5)] + " " +
+                       filler[static_cast<size_t>((k / 7) % 7)] + " " + words[static_cast<size_t>((k / 5 + 1) % 5)];
+    rows.emplace_back(text, label);
+  }
+  return rows;
+}
+
+void write_jsonl(const std::string& path, const std::vector<std::pair<std::string, std::string>>& rows) {
+  std::string s;
+  for (const auto& [text, label] : rows) s += nlohmann::json{{"text", text}, {"label", label}}.dump() + "\n";
+  write_file(path, s);
+}
+
+// A 2-layer d_model 16 classifier with dropout, a learned 60-token vocabulary, 20 steps of 8 rows (60 rows: 8 batches
+// an epoch, so 20 steps cross two epoch boundaries). The schedule is constant after a 3-step warm-up so that a run cut
+// short by max_steps follows the same learning rates as the full one (linear decay depends on the total).
+std::string tiny_config(const TempDir& d, const std::string& train_extra = "") {
+  return "model:\n"
+         "  type: encoder_classifier\n"
+         "  d_model: 16\n"
+         "  ffn_dim: 32\n"
+         "  max_len: 16\n"
+         "  dropout: 0.2\n"
+         "  pooling: mean\n"
+         "  layers:\n"
+         "    - repeat: 2\n"
+         "      attention: {heads: 2, head_dim: 8}\n"
+         "tokenizer:\n"
+         "  vocab_size: 60\n"
+         "data:\n"
+         "  task: classification\n"
+         "  format: jsonl\n"
+         "  train_path: " + (d / "train.jsonl") + "\n"
+         "  eval_path: " + (d / "eval.jsonl") + "\n"
+         "train:\n"
+         "  max_steps: 20\n"
+         "  batch_size: 8\n"
+         "  lr: 3e-3\n"
+         "  warmup: 3\n"
+         "  schedule: constant\n"
+         "  seed: 1\n"
+         "  log_every: 1\n"
+         "  eval_every: 5\n" + train_extra;
+}
+
+// Writes the data and the config into a fresh temp dir; returns the config path.
+std::string setup(const TempDir& d, const std::string& train_extra = "") {
+  write_jsonl(d / "train.jsonl", tiny_rows(60, 0));
+  write_jsonl(d / "eval.jsonl", tiny_rows(15, 3));
+  write_file(d / "tiny.yaml", tiny_config(d, train_extra));
+  return d / "tiny.yaml";
+}
+
+struct Result {
+  int code;
+  std::string output;  // stdout and stderr
+};
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+// Runs the headroom binary with `args` (already quoted where needed).
+Result headroom(const std::string& args) {
+  const char* build = std::getenv("HR_BUILD_ROOT");
+  REQUIRE(build != nullptr);
+  const std::string cmd = quote(std::string(build) + "/headroom") + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  Result r{0, ""};
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::vector<nlohmann::json> metrics_rows(const std::string& run) {
+  std::vector<nlohmann::json> rows;
+  std::ifstream f(run + "/metrics.jsonl");
+  for (std::string line; std::getline(f, line);) rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
+
+std::map<int64_t, double> losses(const std::string& run) {
+  std::map<int64_t, double> m;
+  for (const auto& r : metrics_rows(run))
+    if (r.contains("loss")) m[r["step"].get<int64_t>()] = r["loss"].get<double>();
+  return m;
+}
+
+// Every tensor (weights and AdamW state) of a checkpoint.
+std::map<std::string, std::vector<float>> checkpoint_tensors(const std::string& path) {
+  std::map<std::string, std::vector<float>> m;
+  for (const auto& [name, t] : read_safetensors(path).tensors) m[name] = to_f32(t);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("resume from checkpoint-last continues exactly like an uninterrupted run") {
+  TempDir d;
+  const std::string cfg = setup(d);
+  const std::string full = d / "full", cut = d / "cut";
+  const Result a = headroom("train --quiet " + quote(cfg) + " --out " + quote(full));
+  REQUIRE_MESSAGE(a.code == 0, a.output);
+  const Result b1 = headroom("train --quiet " + quote(cfg) + " --set train.max_steps=10 --out " + quote(cut));
+  REQUIRE_MESSAGE(b1.code == 0, b1.output);
+  const Result b2 = headroom("train --quiet --resume " + quote(cut) + " --set train.max_steps=20");
+  REQUIRE_MESSAGE(b2.code == 0, b2.output);
+  CHECK(b2.output.find("at step 10") != std::string::npos);
+
+  const auto la = losses(full), lb = losses(cut);
+  REQUIRE(la.size() == 20);
+  REQUIRE(lb.size() == 20);
+  for (int64_t s = 1; s <= 20; ++s) {
+    INFO("step " << s);
+    REQUIRE(lb.count(s));
+    CHECK(lb.at(s) == doctest::Approx(la.at(s)).epsilon(1e-6));
+  }
+  // dropout is on: the losses are not all equal, and training moves them
+  CHECK(la.at(1) != la.at(2));
+
+  const auto wa = checkpoint_tensors(full + "/checkpoint-last.safetensors");
+  const auto wb = checkpoint_tensors(cut + "/checkpoint-last.safetensors");
+  REQUIRE(wa.size() == wb.size());
+  for (const auto& [name, va] : wa) {
+    INFO(name);
+    REQUIRE(wb.count(name));
+    const auto& vb = wb.at(name);
+    REQUIRE(va.size() == vb.size());
+    float worst = 0;
+    for (size_t i = 0; i < va.size(); ++i) worst = std::max(worst, std::abs(va[i] - vb[i]));
+    CHECK(worst <= 1e-6f);
+  }
+}
+
+TEST_CASE("the same seed gives the same losses; another seed does not") {
+  TempDir d;
+  const std::string cfg = setup(d, "");
+  for (const char* run : {"r1", "r2"}) {
+    const Result r = headroom("train --quiet " + quote(cfg) + " --set train.max_steps=8 --out " + quote(d / run));
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+  }
+  const Result r3 =
+      headroom("train --quiet " + quote(cfg) + " --set train.max_steps=8 --set train.seed=2 --out " + quote(d / "r3"));
+  REQUIRE_MESSAGE(r3.code == 0, r3.output);
+  const auto l1 = losses(d / "r1"), l2 = losses(d / "r2"), l3 = losses(d / "r3");
+  REQUIRE(l1.size() == 8);
+  CHECK(l1 == l2);
+  CHECK(l1 != l3);
+}
+
+TEST_CASE("a broken checkpoint fails eval and resume with exit code 1 naming the file") {
+  TempDir d;
+  const std::string cfg = setup(d);
+  const std::string run = d / "run";
+  const Result r = headroom("train --quiet " + quote(cfg) + " --set train.max_steps=5 --out " + quote(run));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const std::string last = run + "/checkpoint-last.safetensors";
+  const std::string good = read_file(last);
+  REQUIRE(good.size() > 1000);
+
+  const std::string png = std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0", 29);
+  const std::vector<std::pair<const char*, std::string>> broken = {
+      {"truncated", good.substr(0, good.size() / 2)},
+      {"png", png},
+      {"text", "this is not a checkpoint\n"},
+      {"empty", ""}};
+  for (const auto& [what, bytes] : broken) {
+    INFO(std::string(what));
+    write_file(last, bytes);
+    const Result e = headroom("eval --run " + quote(run) + " --checkpoint last --split eval");
+    CHECK(e.code == 1);
+    CHECK(e.output.find(last) != std::string::npos);
+    const Result t = headroom("train --quiet --resume " + quote(run));
+    CHECK(t.code == 1);
+    CHECK(t.output.find(last) != std::string::npos);
+  }
+}
+
+TEST_CASE("a failed checkpoint write leaves the previous checkpoint intact") {
+  Config cfg = Config::parse(
+      "type: encoder_classifier\nd_model: 8\nmax_len: 8\nlayers:\n  - attention: {heads: 2, head_dim: 4}\n", "m");
+  auto model = build_model(cfg, ModelDims{20, 3});
+  TempDir d;
+  const std::string path = d / "ckpt.safetensors";
+  TrainState st;
+  st.step = 7;
+  save_checkpoint(path, *model, nullptr, st);
+  const std::string before = read_file(path);
+  // checkpoints go through write_file_atomically (safetensors.cpp): a writer that dies half-way changes nothing
+  CHECK_THROWS_AS(write_file_atomically(path,
+                                        [&](std::ostream& out) {
+                                          out << before.substr(0, before.size() / 2);
+                                          throw std::runtime_error("killed while saving");
+                                        }),
+                  std::runtime_error);
+  CHECK(read_file(path) == before);
+  CHECK(load_checkpoint(path, *model, nullptr).step == 7);
+  for (const auto& e : fs::directory_iterator(d.path)) CHECK(e.path().filename() == "ckpt.safetensors");
+}
+
+TEST_CASE("config errors exit with code 2 and name file, line and key") {
+  TempDir d;
+  setup(d);
+  const std::string base = tiny_config(d);
+  const std::string next_line = std::to_string(std::count(base.begin(), base.end(), '\n') + 1);
+  struct Case {
+    const char* what;
+    std::string yaml, args;
+    std::vector<std::string> expect;  // substrings of the message
+  };
+  const std::vector<Case> cases = {
+      {"unknown top-level key", base + "trian:\n  lr: 1\n", "", {"bad.yaml:" + next_line, "trian"}},
+      {"unknown train key", base + "  lrr: 1\n", "", {"bad.yaml:" + next_line, "train.lrr"}},
+      {"bad --set value", base, "--set train.lr=abc", {"--set", "train.lr"}},
+      {"zero heads", base, "--set model.layers.0.attention.heads=0", {"--set", "heads"}},
+      {"unknown layer type", base, "--set model.layers.0.type=transformr", {"--set", "type", "transformr"}},
+  };
+  const std::string cfg = d / "bad.yaml";
+  for (const auto& c : cases) {
+    INFO(std::string(c.what));
+    write_file(cfg, c.yaml);
+    const Result r = headroom("train --quiet " + quote(cfg) + " " + c.args + " --out " + quote(d / "run"));
+    INFO(r.output);
+    CHECK(r.code == 2);
+    for (const auto& e : c.expect) CHECK(r.output.find(e) != std::string::npos);
+    CHECK(!fs::exists(d / "run"));
+  }
+}
+
+TEST_CASE("non-finite losses are skipped by step; repeated ones stop the run with code 3, checkpoint intact") {
+  TempDir d;
+  const std::string cfg = setup(d);
+  const std::string run = d / "run";
+  const Result r = headroom("train --quiet " + quote(cfg) + " --set train.max_steps=5 --out " + quote(run));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const std::string last = run + "/checkpoint-last.safetensors";
+  const std::string good = read_file(last);
+
+  // SGD with lr 1e30 and no clipping: the first step blows the weights up to ~1e30, so every later forward overflows
+  // (LayerNorm squares the activations) and the loss is inf/NaN. Steps 7..9 are skipped, and 9 is the third in a row.
+  // Step 8 ends epoch 0: no checkpoint may be written in the middle of the streak.
+  const Result bad = headroom("train --resume " + quote(run) +
+                              " --set train.max_steps=20 --set train.optimizer=sgd --set train.lr=1e30"
+                              " --set train.clip=0 --set train.max_bad_steps=3");
+  INFO(bad.output);
+  CHECK(bad.code == 3);
+  CHECK(bad.output.find("step 7: non-finite") != std::string::npos);
+  CHECK(bad.output.find("step 9: non-finite") != std::string::npos);
+  CHECK(bad.output.find("stopping: 3 consecutive steps") != std::string::npos);
+  CHECK(bad.output.find(last) != std::string::npos);
+  std::vector<int64_t> skipped;
+  for (const auto& row : metrics_rows(run))
+    if (row.contains("skipped")) skipped.push_back(row["step"].get<int64_t>());
+  CHECK(skipped == std::vector<int64_t>{7, 8, 9});
+
+  // the checkpoint from step 5 is untouched and still loads
+  CHECK(read_file(last) == good);
+  const Result e = headroom("eval --run " + quote(run) + " --checkpoint last --split eval");
+  CHECK_MESSAGE(e.code == 0, e.output);
+}
+
+TEST_CASE("a malformed data row is reported with file:line; skip continues, fail stops") {
+  TempDir d;
+  const std::string cfg = setup(d);
+  std::string rows = read_file(d / "train.jsonl");
+  // line 4 of the file becomes broken JSON
+  size_t at = 0;
+  for (int i = 0; i < 3; ++i) at = rows.find('\n', at) + 1;
+  rows.insert(at, "{\"text\": \"play a song\", \"label\": \n");
+  write_file(d / "train.jsonl", rows);
+
+  const Result skip = headroom("train --quiet " + quote(cfg) + " --set train.max_steps=2 --out " + quote(d / "a"));
+  INFO(skip.output);
+  CHECK(skip.code == 0);
+  CHECK(skip.output.find("train.jsonl:4") != std::string::npos);
+
+  const Result fail = headroom("train --quiet " + quote(cfg) +
+                               " --set train.max_steps=2 --set data.on_error=fail --out " + quote(d / "b"));
+  INFO(fail.output);
+  CHECK(fail.code == 1);
+  CHECK(fail.output.find("train.jsonl:4") != std::string::npos);
+  CHECK(!fs::exists(d / "b/checkpoint-last.safetensors"));
+
+  // CSV: a row with a column too many
+  std::string csv = "text,label\n";
+  for (const auto& [text, label] : tiny_rows(30, 0)) csv += text + "," + label + "\n";
+  csv += "set an alarm,alarm,extra\n";
+  write_file(d / "train.csv", csv);
+  const Result c = headroom("train --quiet " + quote(cfg) + " --set data.format=csv --set data.train_path=" +
+                            quote(d / "train.csv") + " --set data.eval_path=" + quote(d / "train.csv") +
+                            " --set train.max_steps=2 --out " + quote(d / "c"));
+  INFO(c.output);
+  CHECK(c.code == 0);
+  CHECK(c.output.find("train.csv:32") != std::string::npos);
+}
+
+TEST_CASE("the run directory, metrics.jsonl, predict and init_from") {
+  TempDir d;
+  const std::string cfg = setup(d);
+  const std::string run = d / "run";
+  const Result r = headroom("train --quiet " + quote(cfg) + " --set train.max_steps=30 --set train.lr=1e-2 --out " +
+                            quote(run));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  for (const char* f : {"config.yaml", "vocab.txt", "labels.txt", "checkpoint-best.safetensors",
+                        "checkpoint-last.safetensors", "metrics.jsonl"})
+    CHECK_MESSAGE(fs::exists(run + "/" + f), f);
+  CHECK(read_file(run + "/labels.txt") == "alarm\nmusic\nweather\n");
+
+  int train_rows = 0, eval_rows = 0;
+  for (const auto& row : metrics_rows(run)) {
+    if (row.contains("loss")) {
+      ++train_rows;
+      for (const char* k : {"step", "loss", "lr", "tokens_per_s"}) CHECK_MESSAGE(row.contains(k), k);
+      CHECK(std::isfinite(row["loss"].get<double>()));
+      CHECK(row["tokens_per_s"].get<double>() > 0);
+    }
+    if (row.contains("eval")) {
+      ++eval_rows;
+      for (const char* k : {"accuracy", "macro_f1"}) CHECK_MESSAGE(row["eval"].contains(k), k);
+    }
+  }
+  CHECK(train_rows == 30);
+  CHECK(eval_rows == 6);
+
+  const Result p = headroom("predict --run " + quote(run) + " --text 'what is the weather forecast today'");
+  REQUIRE_MESSAGE(p.code == 0, p.output);
+  const std::string json_line = p.output.substr(p.output.rfind('{', p.output.find("\"label\"")));
+  const auto j = nlohmann::json::parse(json_line.substr(0, json_line.find('\n')));
+  CHECK(j["label"] == "weather");
+  CHECK(j["top"].size() == 3);
+
+  // fine-tuning from the best checkpoint starts where that run ended, well below a fresh start (~ln 3)
+  const auto scratch = losses(run);
+  const Result f = headroom("train --quiet " + quote(cfg) + " --set train.max_steps=1 --set train.init_from=" +
+                            quote(run + "/checkpoint-best.safetensors") + " --out " + quote(d / "ft"));
+  REQUIRE_MESSAGE(f.code == 0, f.output);
+  const double first = losses(d / "ft").at(1);
+  INFO("scratch " << scratch.at(1) << ", init_from " << first);
+  CHECK(first < scratch.at(1) - 0.2);
+}
+
+TEST_CASE("classification_metrics on a hand-made case") {
+  // labels 0, 1, 2; 2 is oos
+  const std::vector<int32_t> gold = {0, 0, 0, 1, 1, 2, 2, 2};
+  const std::vector<int32_t> pred = {0, 0, 1, 1, 2, 2, 2, 0};
+  const auto m = classification_metrics(gold, pred, 4, 2);  // label 3: neither gold nor predicted, not averaged
+  CHECK(m.at("accuracy") == doctest::Approx(5.0 / 8));
+  // F1: class 0 tp 2 fp 1 fn 1 -> 4/6; class 1 tp 1 fp 1 fn 1 -> 2/4; class 2 tp 2 fp 1 fn 1 -> 4/6
+  CHECK(m.at("macro_f1") == doctest::Approx((4.0 / 6 + 2.0 / 4 + 4.0 / 6) / 3));
+  CHECK(m.at("oos_recall") == doctest::Approx(2.0 / 3));
+  CHECK(m.at("in_scope_accuracy") == doctest::Approx(3.0 / 5));
+  const auto no_oos = classification_metrics(gold, pred, 3, -1);
+  CHECK(no_oos.count("oos_recall") == 0);
+  CHECK(no_oos.at("macro_f1") == doctest::Approx(m.at("macro_f1")));
+}
