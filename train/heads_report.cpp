@@ -70,11 +70,8 @@ int heads_command(const HeadsArgs& args) {
   }
   for (const auto& n : plan.notes) std::printf("note: %s\n", n.c_str());
 
-  const std::string rule = popt.keep >= 0 ? "keep " + std::to_string(popt.keep)
-                                          : "threshold " + std::to_string(popt.threshold).substr(0, 5);
-  const std::string title = popt.by == "gates" ? "gate open probability (struck out: pruned, " + rule + ")"
-                                               : "head importance, normalised per layer (struck out: pruned, " +
-                                                     rule + ")";
+  // short titles: the table image is only a few cells wide
+  const std::string title = popt.by == "gates" ? "P(gate open); struck out: pruned" : "importance; struck out: pruned";
   const std::string png = args.png.empty() ? args.run_dir + "/heads.png" : args.png;
   write_value_heatmap_png(png, heads_heatmap(popt.by == "gates" ? open : importance, plan, title));
   std::cout << "heatmap written to " << png << "\n";
