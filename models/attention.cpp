@@ -88,6 +88,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, LayerContext& ctx) const {
 
   Tensor heads = matmul(probs, vh);  // (B, H, T, Dh)
   if (gates) heads = mul(heads, reshape(gates->forward(), {1, H, 1, 1}));
+  if (head_mask.defined()) heads = mul(heads, reshape(head_mask, {head_mask.ndim() == 2 ? B : 1, H, 1, 1}));
   return o.forward(reshape(permute(heads, {0, 2, 1, 3}), {B, T, H * Dh}));  // (B, T, H*Dh) -> (B, T, D)
 }
 

@@ -43,6 +43,9 @@ class MultiHeadAttention : public Module {
   Tensor* talk_weights = nullptr;  // (H, H) [h_in, h_out], mixes the attention weights after softmax
   Tensor* cross_map = nullptr;     // (h_prev, H) learned map of the previous layer's logits
   HardConcreteGates* gates = nullptr;
+  // Head importance (train/head_importance.h): (H) or (B, H) multipliers of the heads' outputs, applied where the
+  // gates are; undefined (the default) costs nothing.
+  Tensor head_mask;
 
  private:
   AttentionOptions opt_;

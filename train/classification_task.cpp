@@ -138,6 +138,29 @@ Tensor ClassificationTask::loss(EncoderModel& model, const Batch& batch, float l
   return cross_entropy(model.forward(batch.input), batch.labels, -100, label_smoothing);
 }
 
+int64_t ClassificationTask::split_rows(const std::string& split) const {
+  if (split == "train") return num_train();
+  HR_CHECK(has_split(split), "the run's data has no '" + split + "' split");
+  return static_cast<int64_t>(eval_splits_.at(split).ids.size());
+}
+
+Batch ClassificationTask::make_split_batch(const std::string& split, const std::vector<int64_t>& rows, Device d) const {
+  if (split == "train") return make_batch(rows, d);
+  HR_CHECK(has_split(split), "the run's data has no '" + split + "' split");
+  const Split& s = eval_splits_.at(split);
+  std::vector<std::vector<int32_t>> ids;
+  std::vector<int32_t> labels;
+  Batch b;
+  for (int64_t r : rows) {
+    ids.push_back(s.ids[static_cast<size_t>(r)]);
+    labels.push_back(s.labels[static_cast<size_t>(r)]);
+    b.tokens += static_cast<int64_t>(ids.back().size());
+  }
+  b.input = make_encoder_input(ids, pad_id_, d);
+  b.labels = Tensor::from_ids(labels, {static_cast<int64_t>(labels.size())}, d);
+  return b;
+}
+
 bool ClassificationTask::has_split(const std::string& split) const { return eval_splits_.count(split) > 0; }
 
 EvalResult ClassificationTask::evaluate(EncoderModel& model, const std::string& split, Device d, int64_t batch_size) {

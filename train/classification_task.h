@@ -30,6 +30,8 @@ class ClassificationTask : public Task {
   Tensor loss(EncoderModel& model, const Batch& batch, float label_smoothing) const override;
   bool has_split(const std::string& split) const override;
   EvalResult evaluate(EncoderModel& model, const std::string& split, Device d, int64_t batch_size) override;
+  int64_t split_rows(const std::string& split) const override;
+  Batch make_split_batch(const std::string& split, const std::vector<int64_t>& rows, Device d) const override;
 
   // Class probabilities (B, num_labels) for texts, in eval mode.
   std::vector<std::vector<float>> predict(EncoderModel& model, const Tokenizer& tok, int64_t max_len,

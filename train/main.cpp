@@ -1,4 +1,4 @@
-// headroom: the command line. Subcommands train, eval, predict, info; config errors exit with code 2.
+// headroom: the command line. Subcommands train, eval, predict, info, prune, heads; config errors exit with code 2.
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
@@ -7,7 +7,9 @@
 #include "framework/error.h"
 #include "train/bench.h"
 #include "train/classification_task.h"
+#include "train/heads_report.h"
 #include "train/info.h"
+#include "train/prune.h"
 #include "train/trainer.h"
 
 using namespace hr;
@@ -104,6 +106,40 @@ int main(int argc, char** argv) {
   bench->add_option("--steps", bench_opt.steps, "timed steps")->check(CLI::PositiveNumber);
   bench->add_option("--warmup", bench_opt.warmup, "untimed warm-up steps");
   bench->add_flag("--json", bench_opt.json, "print one JSON object");
+  PruneArgs pargs;
+  auto* prune = app.add_subcommand("prune", "remove attention heads: write a smaller model as a new run directory");
+  prune->add_option("--run", pargs.run_dir, "run directory")->required()->check(CLI::ExistingDirectory);
+  prune->add_option("--checkpoint", pargs.which, "best | last")->check(CLI::IsMember({"best", "last"}));
+  prune->add_option("--out", pargs.out_dir, "new run directory (default <run>-pruned)");
+  prune->add_option("--by", pargs.options.by, "rank heads by gates | importance")
+      ->check(CLI::IsMember({"gates", "importance"}));
+  auto* prune_threshold =
+      prune->add_option("--threshold", pargs.options.threshold, "keep heads scoring above this (default 0)");
+  prune->add_option("--keep", pargs.options.keep, "keep this many heads of the whole model")
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(prune_threshold);
+  prune->add_option("--split", pargs.importance.split, "importance: data split (train | eval | test)")
+      ->check(CLI::IsMember({"train", "eval", "test"}));
+  prune->add_option("--batches", pargs.importance.batches, "importance: batches to average over (0: all)")
+      ->check(CLI::NonNegativeNumber);
+
+  HeadsArgs hargs;
+  hargs.prune.by = "";
+  auto* heads = app.add_subcommand("heads", "per-head gate probabilities, importance and pruning; heatmap PNG");
+  heads->add_option("--run", hargs.run_dir, "run directory")->required()->check(CLI::ExistingDirectory);
+  heads->add_option("--checkpoint", hargs.which, "best | last")->check(CLI::IsMember({"best", "last"}));
+  heads->add_flag("--importance", hargs.importance, "score heads by loss sensitivity (Michel et al. 2019)");
+  heads->add_option("--split", hargs.importance_options.split, "importance: data split (train | eval | test)")
+      ->check(CLI::IsMember({"train", "eval", "test"}));
+  heads->add_option("--batches", hargs.importance_options.batches, "importance: batches to average over (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  heads->add_option("--by", hargs.prune.by, "pruning rule ranks by gates | importance (default: gates if gated)")
+      ->check(CLI::IsMember({"gates", "importance"}));
+  auto* heads_threshold = heads->add_option("--threshold", hargs.prune.threshold, "pruning threshold (default 0)");
+  heads->add_option("--keep", hargs.prune.keep, "prune to this many heads")
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(heads_threshold);
+  heads->add_option("--png", hargs.png, "heatmap path (default <run>/heads.png)");
 
   CLI11_PARSE(app, argc, argv);
   try {
@@ -118,6 +154,8 @@ int main(int argc, char** argv) {
     if (*predict) return predict_command(run_dir, which, texts, top);
     if (*info) return info_command(info_config, info_overrides, seq_len);
     if (*bench) return bench_command(bench_opt);
+    if (*prune) return prune_command(pargs);
+    if (*heads) return heads_command(hargs);
   } catch (const ConfigError& e) {
     std::cerr << "config error: " << e.what() << "\n";
     return 2;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/error.h"
 #include "models/encoder_model.h"
 
 namespace hr {
@@ -36,6 +37,15 @@ class Task {
   // Evaluates on a split ("eval" or "test"); false from has_split when the config has none.
   virtual bool has_split(const std::string& split) const = 0;
   virtual EvalResult evaluate(EncoderModel& model, const std::string& split, Device d, int64_t batch_size) = 0;
+  // Labelled batches of any split ("train", "eval", "test"), for analyses that need the loss on held-out data (head
+  // importance). Tasks that do not provide them say so.
+  virtual int64_t split_rows(const std::string& split) const {
+    throw Error("this task does not provide batches of the '" + split + "' split");
+  }
+  virtual Batch make_split_batch(const std::string& split, const std::vector<int64_t>& rows, Device d) const {
+    (void)rows, (void)d;
+    throw Error("this task does not provide batches of the '" + split + "' split");
+  }
 };
 
 }  // namespace hr
