@@ -38,8 +38,10 @@ AttentionOptions read_attention_options(const Config& block, const LayerDefaults
     block.fail("missing required key 'attention'" + (typo.empty() ? "" : " (is '" + typo + "' a typo?)"));
   }
   const Config c = block.child("attention");
-  a.heads = c.get<int64_t>("heads");  // 0: a layer pruned to no head (only the output bias remains)
-  if (a.heads < 0) c.fail("heads", "must be >= 0");
+  // 0 heads only in a layer written by `headroom prune` (pruned: true): its attention keeps just the output bias
+  const bool pruned = c.get<bool>("pruned", false);
+  a.heads = pruned ? c.get<int64_t>("heads") : c.get_positive("heads");
+  if (a.heads < 0) c.fail("heads", "expected a non-negative integer, got '" + std::to_string(a.heads) + "'");
   a.head_dim = c.get_positive("head_dim");
   a.dropout = c.get<float>("dropout", d.attention_dropout);
   if (a.dropout < 0.f || a.dropout >= 1.f) c.fail("dropout", "must be in [0, 1)");

@@ -111,6 +111,7 @@ YAML::Node pruned_model_node(const Config& model_block, const EncoderModel& mode
       layer.remove("repeat");
       if (plan.attention[index]) {
         layer["attention"]["heads"] = static_cast<int64_t>(plan.keep[index].size());
+        layer["attention"]["pruned"] = true;
         layer["attention"].remove("gates");
       }
       layers.push_back(layer);
