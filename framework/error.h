@@ -19,7 +19,7 @@ struct ConfigError : Error {
 
 #define HR_CHECK(cond, msg)                                            \
   do {                                                                 \
-    if (!(cond)) throw ::hr::Error(std::string("") + msg);             \
+    if (!(cond)) throw ::hr::Error(std::string("") + (msg));             \
   } while (0)
 
 }  // namespace hr

@@ -5,11 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/error.h"
+#include "train/attention_maps.h"
 #include "train/bench.h"
 #include "train/classification_task.h"
 #include "train/heads_report.h"
 #include "train/info.h"
 #include "train/prune.h"
+#include "train/sweep.h"
 #include "train/trainer.h"
 
 using namespace hr;
@@ -141,6 +143,26 @@ int main(int argc, char** argv) {
       ->excludes(heads_threshold);
   heads->add_option("--png", hargs.png, "heatmap path (default <run>/heads.png)");
 
+  SweepArgs sargs;
+  auto* sweep = app.add_subcommand("sweep", "one run per head count (head_dim = d_model / heads), table and plots");
+  sweep->add_option("config", sargs.config, "config (YAML)")->required()->check(CLI::ExistingFile);
+  sweep->add_option("--heads", sargs.heads, "head counts, e.g. 1,2,4,8")->required()->delimiter(',');
+  sweep->add_option("--seeds", sargs.seeds, "runs per head count (seeds 0..N-1)")->check(CLI::PositiveNumber);
+  sweep->add_option("--head-dim", sargs.head_dim, "fixed head_dim instead of d_model / heads");
+  sweep->add_option("--set", sargs.overrides, "override a config key in every run (repeatable)");
+  sweep->add_option("--out", sargs.out_dir, "sweep directory (default sweeps/<config>)");
+
+  AttentionArgs aargs;
+  auto* attention = app.add_subcommand("attention", "attention maps of a trained run for one input, as a PNG grid");
+  attention->add_option("--run", aargs.run_dir, "run directory")->required()->check(CLI::ExistingDirectory);
+  attention->add_option("--checkpoint", aargs.which, "best | last")->check(CLI::IsMember({"best", "last"}));
+  attention->add_option("--text", aargs.text, "input text (classification runs)");
+  attention->add_option("--question", aargs.question, "question (QA runs)");
+  attention->add_option("--context", aargs.context, "context (QA runs)");
+  attention->add_option("--layer", aargs.layer, "with --head: one large map");
+  attention->add_option("--head", aargs.head, "with --layer: one large map");
+  attention->add_option("--out", aargs.out, "PNG path (default <run>/attention.png)");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*train) {
@@ -154,6 +176,8 @@ int main(int argc, char** argv) {
     if (*predict) return predict_command(run_dir, which, texts, top);
     if (*info) return info_command(info_config, info_overrides, seq_len);
     if (*bench) return bench_command(bench_opt);
+    if (*sweep) return sweep_command(sargs);
+    if (*attention) return attention_command(aargs);
     if (*prune) return prune_command(pargs);
     if (*heads) return heads_command(hargs);
   } catch (const ConfigError& e) {

@@ -1,0 +1,119 @@
+#include "train/attention_maps.h"
+
+#include <iostream>
+
+#include "framework/autograd.h"
+#include "framework/error.h"
+#include "models/encoder_layer.h"
+#include "train/plot.h"
+#include "train/trainer.h"
+
+namespace hr {
+
+namespace {
+
+struct TokenRow {
+  std::vector<int32_t> ids, segments;
+  std::vector<std::string> labels;
+};
+
+// [CLS] a [SEP] (b [SEP]), cut to max_len, with the token strings for the axes.
+TokenRow encode_input(const Tokenizer& tok, const std::string& a, const std::string& b, int64_t max_len) {
+  const Vocab& v = tok.vocab();
+  TokenRow r;
+  auto push = [&](int32_t id, int32_t seg) {
+    if (static_cast<int64_t>(r.ids.size()) >= max_len) return;
+    r.ids.push_back(id);
+    r.segments.push_back(seg);
+    r.labels.push_back(v.token(id));
+  };
+  push(v.cls_id(), 0);
+  for (int32_t id : tok.encode(a).ids) push(id, 0);
+  push(v.sep_id(), 0);
+  if (!b.empty()) {
+    for (int32_t id : tok.encode(b).ids) push(id, 1);
+    push(v.sep_id(), 1);
+  }
+  if (r.ids.back() != v.sep_id()) {  // keep the closing [SEP] when the input was cut
+    r.ids.back() = v.sep_id();
+    r.labels.back() = "[SEP]";
+  }
+  return r;
+}
+
+}  // namespace
+
+int attention_command(const AttentionArgs& args) {
+  LoadedRun run = load_run(args.run_dir, args.which, /*load_data=*/false);
+  EncoderModel& model = *run.model;
+  const bool qa = model.task() == EncoderModel::Task::SpanQA;
+  HR_CHECK(qa ? !args.question.empty() && !args.context.empty() : !args.text.empty(),
+           qa ? "attention: this is a QA run: give --question and --context" : "attention: give --text");
+  const TokenRow row = qa ? encode_input(*run.tokenizer, args.question, args.context, model.max_len())
+                          : encode_input(*run.tokenizer, args.text, "", model.max_len());
+  std::vector<std::vector<int32_t>> segs{row.segments};
+  const EncoderInput in = make_encoder_input({row.ids}, run.tokenizer->vocab().pad_id(), model.device(),
+                                             model.segments() > 0 ? &segs : nullptr);
+  std::vector<Tensor> maps;  // per attention layer: (1, H, T, T)
+  {
+    NoGradGuard ng;
+    model.eval();
+    model.forward(in, &maps);
+  }
+
+  // layers x heads; a layer's missing heads (pruned) and closed gates are marked
+  const int64_t T = static_cast<int64_t>(row.ids.size());
+  int64_t max_heads = 1;
+  std::vector<const MultiHeadAttention*> attn;
+  for (size_t i = 0; i < model.num_layers(); ++i) {
+    auto* enc = dynamic_cast<EncoderLayer*>(&model.layer(i));
+    attn.push_back(enc ? &enc->attn : nullptr);
+    if (enc) max_heads = std::max(max_heads, enc->attn.options().heads);
+  }
+  HeatmapGrid grid;
+  grid.rows = grid.cols = T;
+  grid.x_labels = grid.y_labels = row.labels;
+  size_t map_index = 0;
+  const bool single = args.layer >= 0 || args.head >= 0;
+  if (single) {
+    HR_CHECK(args.layer >= 0 && args.head >= 0, "attention: give both --layer and --head");
+    HR_CHECK(args.layer < static_cast<int>(model.num_layers()) && attn[static_cast<size_t>(args.layer)],
+             "attention: layer " + std::to_string(args.layer) + " is not an attention layer of this model");
+  }
+  for (size_t i = 0; i < attn.size(); ++i) {
+    if (!attn[i]) continue;
+    const int64_t H = attn[i]->options().heads;
+    std::vector<float> probs, z;
+    if (H > 0) probs = maps.at(map_index++).to_vector();  // (1, H, T, T)
+    if (attn[i]->gates) z = attn[i]->gates->eval_z().to_vector();
+    if (single && static_cast<int>(i) != args.layer) continue;
+    grid.row_titles.push_back("layer " + std::to_string(i));
+    for (int64_t h = 0; h < max_heads; ++h) {
+      if (single && h != args.head) continue;
+      HeatmapPanel p;
+      if (h < H) {
+        p.values.assign(probs.begin() + h * T * T, probs.begin() + (h + 1) * T * T);
+        if (!z.empty() && z[static_cast<size_t>(h)] == 0.f) {
+          p.marked = true;
+          p.mark_label = "gate off";
+        }
+      } else {
+        p.marked = true;
+        p.mark_label = "pruned";
+      }
+      grid.panels.push_back(std::move(p));
+    }
+  }
+  if (single) HR_CHECK(!grid.panels.empty() && args.head < max_heads, "attention: no head " + std::to_string(args.head));
+  grid.grid_rows = static_cast<int64_t>(grid.row_titles.size());
+  grid.grid_cols = single ? 1 : max_heads;
+  for (int64_t h = 0; h < grid.grid_cols; ++h)
+    grid.col_titles.push_back("head " + std::to_string(single ? args.head : h));
+  grid.title = "attention weights (query rows x key columns): " + args.run_dir;
+  const std::string out = args.out.empty() ? args.run_dir + "/attention.png" : args.out;
+  write_heatmap_grid_png(out, grid);
+  std::cout << "wrote " << out << " (" << grid.grid_rows << " x " << grid.grid_cols << " maps of " << T << " tokens)\n";
+  return 0;
+}
+
+}  // namespace hr

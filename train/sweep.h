@@ -1,0 +1,33 @@
+// `headroom sweep CONFIG --heads 1,2,4,8 [--seeds N]`: one training run per head count (and seed), keeping d_model and
+// setting head_dim = d_model / heads in every layer group (or --head-dim), then a results table (results.csv,
+// results.md) and plots (metric vs heads, latency vs heads) in the sweep directory. Finished runs are reused when the
+// sweep is started again; an interrupted run is resumed from its last checkpoint.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace hr {
+
+struct SweepArgs {
+  std::string config;
+  std::vector<int64_t> heads;
+  int64_t seeds = 1;
+  int64_t head_dim = 0;  // 0: d_model / heads
+  std::vector<std::string> overrides;
+  std::string out_dir;   // default sweeps/<config name>
+};
+
+int sweep_command(const SweepArgs& args);
+
+// One finished run of a sweep, as stored in its result.json.
+struct SweepResult {
+  int64_t heads = 0, head_dim = 0, seed = 0, parameters = 0;
+  std::string metric;
+  double value = 0, step_ms = 0, latency_b1_ms = 0, latency_b32_ms = 0;
+};
+// Aggregates results (mean and sample standard deviation over seeds per head count) into results.csv, results.md and
+// the two plots in `dir`.
+void write_sweep_report(const std::string& dir, const std::vector<SweepResult>& results);
+
+}  // namespace hr
