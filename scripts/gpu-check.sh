@@ -38,7 +38,8 @@ for t in cuda_backend gpu_parity; do
   status=$?
   tail -n 4 "$logs/test_$t.log"
   if grep -q "skipped: no CUDA device" "$logs/test_$t.log"; then
-    fail "test_$t skipped its GPU cases: no CUDA device is visible to this process (nvidia-smi: $(nvidia-smi -L 2>&1 | head -n 1))"
+    fail "test_$t skipped its GPU cases: no usable CUDA device" \
+      "(nvidia-smi -L: $(nvidia-smi -L 2>&1 | head -n 1))"
   fi
   [ $status -eq 0 ] || fail "test_$t (exit $status; see $logs/test_$t.log)"
 done
