@@ -24,6 +24,10 @@ void AdamW::step(float lr) {
     Tensor p = params_[i].second;
     Tensor g = p.grad();
     if (!g.defined()) continue;
+    // one fused backend call serves every slot, so they must all live on that backend's device
+    HR_CHECK(p.device() == params_[0].second.device() && g.device() == p.device(),
+             "AdamW: parameter '" + params_[i].first + "' (or its gradient) is on " + device_name(p.device()) +
+                 ", the first parameter on " + device_name(params_[0].second.device()) + ": move the whole model");
     slots.push_back({p.data(), g.data(), m_[i].data(), v_[i].data(), p.numel(), decay_[i] ? opt_.weight_decay : 0.f});
   }
   if (slots.empty()) return;

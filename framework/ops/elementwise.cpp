@@ -129,6 +129,7 @@ Tensor div(const Tensor& a, const Tensor& b) { return binary_op("div", Binary::D
 Tensor mask_fill(const Tensor& x, const Tensor& mask, float value) {
   detail::check_f32(x, "mask_fill");
   detail::check_f32(mask, "mask_fill");
+  detail::check_same_device(x, mask, "mask_fill");
   HR_CHECK(broadcast_shape(x.shape(), mask.shape()) == x.shape(),
            "mask_fill: mask " + shape_str(mask.shape()) + " does not broadcast to " + shape_str(x.shape()));
   Tensor out = binary_raw(Binary::MaskFill, x, mask, value);

@@ -102,9 +102,11 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   detail::check_same_device(x, w, "linear");
   HR_CHECK(w.ndim() == 2 && x.ndim() >= 1 && x.dim(-1) == w.dim(1),
            "linear: input " + shape_str(x.shape()) + " does not match weight " + shape_str(w.shape()) + " (out, in)");
-  if (bias.defined())
+  if (bias.defined()) {
+    detail::check_same_device(x, bias, "linear");
     HR_CHECK(bias.ndim() == 1 && bias.dim(0) == w.dim(0),
              "linear: bias " + shape_str(bias.shape()) + " for weight " + shape_str(w.shape()));
+  }
   const int64_t in = w.dim(1), out_f = w.dim(0);
   Tensor x2 = detail::view_as(x, {x.numel() / in, in});  // (rows, in)
   Tensor y2 = gemm(x2, false, w, true, {}, bias.defined() ? bias.data() : nullptr);  // (rows, out)

@@ -9,6 +9,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, floa
   detail::check_f32(x, "layer_norm");
   detail::check_f32(gamma, "layer_norm");
   detail::check_f32(beta, "layer_norm");
+  detail::check_same_device(x, gamma, "layer_norm");
+  detail::check_same_device(x, beta, "layer_norm");
   const int64_t n = x.dim(-1), rows = x.numel() / n;
   HR_CHECK(gamma.shape() == Shape{n} && beta.shape() == Shape{n},
            "layer_norm: gamma " + shape_str(gamma.shape()) + " / beta " + shape_str(beta.shape()) + " for input " +
