@@ -24,118 +24,13 @@
 #include "models/encoder_model.h"
 #include "train/checkpoint.h"
 #include "train/classification_task.h"
+#include "tests/tiny_run.h"
 
 namespace fs = std::filesystem;
 using namespace hr;
+using namespace hr::testing;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "hr_train_test_XXXXXX").string();
-    HR_CHECK(mkdtemp(tmpl.data()) != nullptr, "mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() { if (!std::getenv("HR_KEEP")) fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-// Three intents, each with its own words plus shared filler, so a tiny model can learn them in a few steps.
-std::vector<std::pair<std::string, std::string>> tiny_rows(int n, int salt) {
-  const std::vector<std::pair<std::string, std::vector<std::string>>> intents = {
-      {"weather", {"weather", "rain", "sunny", "forecast", "cold"}},
-      {"music", {"play", "song", "music", "album", "volume"}},
-      {"alarm", {"alarm", "wake", "morning", "set", "clock"}}};
-  const std::vector<std::string> filler = {"please", "the", "me", "now", "today", "can", "you"};
-  std::vector<std::pair<std::string, std::string>> rows;
-  for (int i = 0; i < n; ++i) {
-    const auto& [label, words] = intents[static_cast<size_t>(i % 3)];
-    const int k = i * 7 + salt;
-    std::string text = filler[static_cast<size_t>(k % 7)] + " " + words[static_cast<size_t>(k % 5)] + " " +
-                       filler[static_cast<size_t>((k / 7) % 7)] + " " + words[static_cast<size_t>((k / 5 + 1) % 5)];
-    rows.emplace_back(text, label);
-  }
-  return rows;
-}
-
-void write_jsonl(const std::string& path, const std::vector<std::pair<std::string, std::string>>& rows) {
-  std::string s;
-  for (const auto& [text, label] : rows) s += nlohmann::json{{"text", text}, {"label", label}}.dump() + "\n";
-  write_file(path, s);
-}
-
-// A 2-layer d_model 16 classifier with dropout, a learned 60-token vocabulary, 20 steps of 8 rows (60 rows: 8 batches
-// an epoch, so 20 steps cross two epoch boundaries). The schedule is constant after a 3-step warm-up so that a run cut
-// short by max_steps follows the same learning rates as the full one (linear decay depends on the total).
-std::string tiny_config(const TempDir& d, const std::string& train_extra = "") {
-  return "model:\n"
-         "  type: encoder_classifier\n"
-         "  d_model: 16\n"
-         "  ffn_dim: 32\n"
-         "  max_len: 16\n"
-         "  dropout: 0.2\n"
-         "  pooling: mean\n"
-         "  layers:\n"
-         "    - repeat: 2\n"
-         "      attention: {heads: 2, head_dim: 8}\n"
-         "tokenizer:\n"
-         "  vocab_size: 60\n"
-         "data:\n"
-         "  task: classification\n"
-         "  format: jsonl\n"
-         "  train_path: " + (d / "train.jsonl") + "\n"
-         "  eval_path: " + (d / "eval.jsonl") + "\n"
-         "train:\n"
-         "  max_steps: 20\n"
-         "  batch_size: 8\n"
-         "  lr: 3e-3\n"
-         "  warmup: 3\n"
-         "  schedule: constant\n"
-         "  seed: 1\n"
-         "  log_every: 1\n"
-         "  eval_every: 5\n" + train_extra;
-}
-
-// Writes the data and the config into a fresh temp dir; returns the config path.
-std::string setup(const TempDir& d, const std::string& train_extra = "") {
-  write_jsonl(d / "train.jsonl", tiny_rows(60, 0));
-  write_jsonl(d / "eval.jsonl", tiny_rows(15, 3));
-  write_file(d / "tiny.yaml", tiny_config(d, train_extra));
-  return d / "tiny.yaml";
-}
-
-struct Result {
-  int code;
-  std::string output;  // stdout and stderr
-};
-
-std::string quote(const std::string& s) { return "'" + s + "'"; }
-
-// Runs the headroom binary with `args` (already quoted where needed).
-Result headroom(const std::string& args) {
-  const char* build = std::getenv("HR_BUILD_ROOT");
-  REQUIRE(build != nullptr);
-  const std::string cmd = quote(std::string(build) + "/headroom") + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  Result r{0, ""};
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
 
 std::vector<nlohmann::json> metrics_rows(const std::string& run) {
   std::vector<nlohmann::json> rows;
