@@ -2,6 +2,7 @@
 // run, broken checkpoints / configs / data rows fail with the right exit code and a message naming the culprit,
 // non-finite losses are skipped and stop the run, and the run directory holds what eval / predict / init_from need.
 #include <doctest/doctest.h>
+#include <csignal>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -219,6 +220,29 @@ TEST_CASE("non-finite losses are skipped by step; repeated ones stop the run wit
   CHECK_MESSAGE(e.code == 0, e.output);
 }
 
+TEST_CASE("a checkpoint killed while being saved leaves the previous file whole") {
+  TempDir d;
+  const std::string path = d / "ckpt.safetensors";
+  std::vector<float> big(1 << 21, 1.f);  // 8 MB: a save takes long enough to be interrupted
+  SafeTensorsFile f;
+  f.tensors["w"] = from_f32({static_cast<int64_t>(big.size())}, big.data());
+  write_safetensors(path, f);
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {  // save over and over until killed
+      for (;;) write_safetensors(path, f);
+    }
+    usleep(static_cast<useconds_t>(20000 + 17000 * attempt));
+    kill(child, SIGKILL);
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFSIGNALED(status));
+    const SafeTensorsFile back = read_safetensors(path);  // never a torn file
+    CHECK(to_f32(back.tensors.at("w")) == big);
+  }
+}
+
 TEST_CASE("a malformed data row is reported with file:line; skip continues, fail stops") {
   TempDir d;
   const std::string cfg = setup(d);
@@ -288,6 +312,22 @@ TEST_CASE("the run directory, metrics.jsonl, predict and init_from") {
   const auto j = nlohmann::json::parse(json_line.substr(0, json_line.find('\n')));
   CHECK(j["label"] == "weather");
   CHECK(j["top"].size() == 3);
+
+  // JSONL on stdin, one JSON line out per input
+  const Result pj = headroom("predict --run " + quote(run) + " --top 2 < " + quote(d / "eval.jsonl"));
+  REQUIRE_MESSAGE(pj.code == 0, pj.output);
+  CHECK(std::count(pj.output.begin(), pj.output.end(), '\n') == 15);
+  CHECK(nlohmann::json::parse(pj.output.substr(0, pj.output.find('\n')))["top"].size() == 2);
+
+  // eval --json: one object with the metrics under the split's name; --data evaluates another file as the test split
+  const Result ej = headroom("eval --run " + quote(run) + " --split eval --json");
+  REQUIRE_MESSAGE(ej.code == 0, ej.output);
+  const auto ev = nlohmann::json::parse(ej.output);
+  CHECK(ev["eval"]["accuracy"].get<double>() >= 0.0);
+  write_jsonl(d / "other.jsonl", tiny_rows(9, 5));
+  const Result ed = headroom("eval --run " + quote(run) + " --json --data " + quote(d / "other.jsonl"));
+  REQUIRE_MESSAGE(ed.code == 0, ed.output);
+  CHECK(nlohmann::json::parse(ed.output)["split"] == "test");
 
   // fine-tuning from the best checkpoint starts where that run ended, well below a fresh start (~ln 3)
   const auto scratch = losses(run);

@@ -33,12 +33,26 @@ int info_command(const std::string& config, const std::vector<std::string>& over
   return 0;
 }
 
-int eval_command(const std::string& dir, const std::string& which, const std::string& split) {
-  LoadedRun run = load_run(dir, which);
+// --data FILE: evaluate on FILE (in the run's data format) as the test split.
+int eval_command(const std::string& dir, const std::string& which, std::string split, const std::string& data,
+                 bool json) {
+  std::vector<std::string> overrides;
+  if (!data.empty()) {
+    const RunConfig rc = load_run_config(dir + "/config.yaml", {});
+    overrides.push_back(rc.data.format == "clinc150" ? "data.path=" + data : "data.test_path=" + data);
+    split = "test";
+  }
+  LoadedRun run = load_run(dir, which, true, overrides);
   HR_CHECK(run.task->has_split(split), "the run's data has no '" + split + "' split");
   EvalResult r = run.task->evaluate(*run.model, split, run.config.train.device, run.config.train.batch_size * 2);
-  nlohmann::json j = r.metrics;
-  std::cout << nlohmann::json{{"run", dir}, {"checkpoint", which}, {"split", split}, {"metrics", j}}.dump(2) << "\n";
+  if (json) {
+    std::cout << nlohmann::json{{"run", dir}, {"checkpoint", which}, {"split", split}, {split, r.metrics}}.dump()
+              << "\n";
+  } else {
+    std::cout << dir << " (" << which << " checkpoint), " << split << ":";
+    for (const auto& [k, v] : r.metrics) std::cout << " " << k << " " << v;
+    std::cout << "\n";
+  }
   return 0;
 }
 
@@ -46,8 +60,19 @@ int predict_command(const std::string& dir, const std::string& which, std::vecto
   LoadedRun run = load_run(dir, which);
   auto* cls = dynamic_cast<ClassificationTask*>(run.task.get());
   HR_CHECK(cls, "predict: this run is not a classification run");
-  if (texts.empty())
-    for (std::string line; std::getline(std::cin, line);) texts.push_back(line);
+  if (texts.empty()) {  // JSONL on stdin: {"text": ...} a line (a line that is not a JSON object is the text itself)
+    for (std::string line; std::getline(std::cin, line);) {
+      if (line.empty()) continue;
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object()) {
+        HR_CHECK(j.contains("text") && j["text"].is_string(), "predict: stdin line " + std::to_string(texts.size() + 1) +
+                                                                  " is a JSON object without a \"text\" string");
+        texts.push_back(j["text"].get<std::string>());
+      } else {
+        texts.push_back(line);
+      }
+    }
+  }
   const auto probs = cls->predict(*run.model, *run.tokenizer, run.model->max_len(), texts, run.config.train.device);
   for (size_t i = 0; i < texts.size(); ++i) {
     std::vector<int32_t> order(probs[i].size());
@@ -80,6 +105,11 @@ int main(int argc, char** argv) {
   eval->add_option("--run", run_dir, "run directory")->required()->check(CLI::ExistingDirectory);
   eval->add_option("--checkpoint", which, "best | last")->check(CLI::IsMember({"best", "last"}));
   eval->add_option("--split", split, "eval | test")->check(CLI::IsMember({"eval", "test"}));
+  std::string eval_data;
+  bool eval_json = false;
+  eval->add_option("--data", eval_data, "evaluate on this file (the run's data format) instead")
+      ->check(CLI::ExistingFile);
+  eval->add_flag("--json", eval_json, "one JSON object on stdout (metrics under the split's name, as metrics.jsonl)");
 
   std::vector<std::string> texts;
   int top = 3;
@@ -172,7 +202,7 @@ int main(int argc, char** argv) {
       }
       return train_command(targs);
     }
-    if (*eval) return eval_command(run_dir, which, split);
+    if (*eval) return eval_command(run_dir, which, split, eval_data, eval_json);
     if (*predict) return predict_command(run_dir, which, texts, top);
     if (*info) return info_command(info_config, info_overrides, seq_len);
     if (*bench) return bench_command(bench_opt);

@@ -159,11 +159,12 @@ class Progress {
 
 }  // namespace
 
-LoadedRun load_run(const std::string& dir, const std::string& which, bool load_data) {
+LoadedRun load_run(const std::string& dir, const std::string& which, bool load_data,
+                   const std::vector<std::string>& overrides) {
   LoadedRun r;
   r.dir = dir;
   HR_CHECK(fs::exists(dir + "/config.yaml"), dir + " is not a headroom run directory (no config.yaml)");
-  r.config = read_run_config(Config::load_file(dir + "/config.yaml"), fs::path(dir).filename().string());
+  r.config = load_run_config(dir + "/config.yaml", overrides);
   std::optional<LabelSet> labels;
   if (fs::exists(dir + "/labels.txt")) labels = read_labels(dir + "/labels.txt");
   ModelDims dims;

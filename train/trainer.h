@@ -22,9 +22,11 @@ struct LoadedRun {
   std::unique_ptr<EncoderModel> model;
 };
 
-// Reads DIR/config.yaml, vocab.txt, labels.txt and builds the model (on `device`); loads DIR/checkpoint-<which>
-// unless which is empty. `load_data` false skips reading the datasets (predict).
-LoadedRun load_run(const std::string& dir, const std::string& which, bool load_data = true);
+// Reads DIR/config.yaml (with `overrides` applied, e.g. another data file), vocab.txt, labels.txt and builds the
+// model on the config's device; loads DIR/checkpoint-<which> unless which is empty. `load_data` false skips reading
+// the datasets (predict, attention maps).
+LoadedRun load_run(const std::string& dir, const std::string& which, bool load_data = true,
+                   const std::vector<std::string>& overrides = {});
 
 struct TrainArgs {
   std::string config_path;
