@@ -1,5 +1,8 @@
 // headroom: the command line. Subcommands train, eval, predict, info, prune, heads; config errors exit with code 2.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -89,6 +92,13 @@ int predict_command(const std::string& dir, const std::string& which, std::vecto
 }  // namespace
 
 int main(int argc, char** argv) {
+  // OpenMP threads that spin while they wait burn the CPU that the other thread (or another process) needs: on a
+  // shared 2-core machine a training step ran 15x slower with spinning. libgomp reads OMP_WAIT_POLICY when it loads,
+  // so a process started without it sets it and starts itself again (OMP_WAIT_POLICY=active restores spinning).
+  if (!std::getenv("OMP_WAIT_POLICY")) {
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    execv("/proc/self/exe", argv);  // returns only on failure: then run as we are
+  }
   CLI::App app{"headroom: train and study transformer encoders with per-layer heads"};
   app.require_subcommand(1);
 
