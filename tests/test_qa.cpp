@@ -280,7 +280,7 @@ layers:
   std::iota(rows.begin(), rows.end(), 0);
   std::mt19937 rng(0);
   float first = 0, last = 0;
-  for (int step = 0; step < 150; ++step) {
+  for (int step = 0; step < 80; ++step) {
     std::shuffle(rows.begin(), rows.end(), rng);
     const Batch b = task.make_batch({rows.begin(), rows.begin() + 32}, Device::CPU);
     model->zero_grad();
