@@ -178,9 +178,11 @@ QaTask::QaTask(const DataOptions& data) : data_(data) {
 
 std::vector<std::string> QaTask::training_texts() const {
   std::vector<std::string> t;
+  const std::string* last_context = nullptr;  // the questions of a paragraph follow each other and share its context
   for (const QaExample& e : train_examples_) {
     t.push_back(e.question);
-    if (t.size() == 1 || e.context != t[t.size() - 2]) t.push_back(e.context);  // questions of a paragraph share it
+    if (!last_context || e.context != *last_context) t.push_back(e.context);
+    last_context = &e.context;
   }
   return t;
 }
