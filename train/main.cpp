@@ -14,6 +14,7 @@
 #include "train/heads_report.h"
 #include "train/info.h"
 #include "train/prune.h"
+#include "train/qa_task.h"
 #include "train/sweep.h"
 #include "train/trainer.h"
 
@@ -89,6 +90,39 @@ int predict_command(const std::string& dir, const std::string& which, std::vecto
   return 0;
 }
 
+// Answers --question/--context, or JSONL lines {"question": ..., "context": ...} on stdin: one JSON line each.
+int qa_predict_command(const std::string& dir, const std::string& which, const std::string& question,
+                       const std::string& context) {
+  LoadedRun run = load_run(dir, which, /*load_data=*/false);
+  std::vector<std::pair<std::string, std::string>> inputs;
+  if (!question.empty() || !context.empty()) {
+    inputs.emplace_back(question, context);
+  } else {
+    int64_t line_no = 0;
+    for (std::string line; std::getline(std::cin, line);) {
+      ++line_no;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      HR_CHECK(j.is_object() && j.contains("question") && j["question"].is_string() && j.contains("context") &&
+                   j["context"].is_string(),
+               "stdin line " + std::to_string(line_no) + ": expected {\"question\": \"...\", \"context\": \"...\"}");
+      inputs.emplace_back(j["question"], j["context"]);
+    }
+  }
+  const DataOptions& d = run.config.data;
+  const QaWindowing w{run.model->max_len(), d.max_query_len, d.doc_stride};
+  const auto answers = predict_answers(*run.model, *run.tokenizer, w, d.max_answer_len, inputs,
+                                       run.config.train.device, run.config.train.batch_size);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const QaPrediction& a = answers[i];
+    nlohmann::json out = {{"question", inputs[i].first}, {"answer", a.text}};
+    out["score"] = a.found ? nlohmann::json(a.score) : nlohmann::json(nullptr);
+    out["offsets"] = a.found ? nlohmann::json::array({a.begin, a.end}) : nlohmann::json(nullptr);
+    std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -123,10 +157,15 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> texts;
   int top = 3;
-  auto* predict = app.add_subcommand("predict", "label texts with a trained run (--text, or one text a line on stdin)");
+  std::string question, context;
+  auto* predict = app.add_subcommand(
+      "predict", "label texts (--text, or one a line on stdin) or answer questions (--question and --context, or "
+                 "JSONL {\"question\", \"context\"} lines on stdin) with a trained run");
   predict->add_option("--run", run_dir, "run directory")->required()->check(CLI::ExistingDirectory);
   predict->add_option("--checkpoint", which, "best | last")->check(CLI::IsMember({"best", "last"}));
   predict->add_option("--text", texts, "a text to label (repeatable)");
+  predict->add_option("--question", question, "QA runs: the question");
+  predict->add_option("--context", context, "QA runs: the text holding the answer");
   predict->add_option("--top", top, "how many labels to show")->check(CLI::PositiveNumber);
 
   std::string info_config;
@@ -213,7 +252,11 @@ int main(int argc, char** argv) {
       return train_command(targs);
     }
     if (*eval) return eval_command(run_dir, which, split, eval_data, eval_json);
-    if (*predict) return predict_command(run_dir, which, texts, top);
+    if (*predict) {
+      const bool qa = read_run_config(Config::load_file(run_dir + "/config.yaml"), "").data.task == "squad";
+      if (qa) return qa_predict_command(run_dir, which, question, context);
+      return predict_command(run_dir, which, texts, top);
+    }
     if (*info) return info_command(info_config, info_overrides, seq_len);
     if (*bench) return bench_command(bench_opt);
     if (*sweep) return sweep_command(sargs);

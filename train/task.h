@@ -16,6 +16,7 @@ struct Batch {
   EncoderInput input;
   Tensor labels;          // classification: (B) i32
   Tensor start, end;      // span QA: (B) i32 token positions of the answer (0 = CLS when the window has none)
+  Tensor span_mask;       // span QA: (B, T) f32, 1 where no answer can start or end (question, separators, padding)
   int64_t tokens = 0;     // real (unpadded) tokens
 };
 

@@ -19,6 +19,7 @@
 #include "framework/random.h"
 #include "models/encoder_layer.h"
 #include "train/classification_task.h"
+#include "train/qa_task.h"
 #include "train/tokenizer/wordpiece_trainer.h"
 
 namespace fs = std::filesystem;
@@ -54,22 +55,25 @@ LabelSet read_labels(const std::string& path) {
 std::unique_ptr<Task> make_task(const RunConfig& rc, std::optional<LabelSet> labels) {
   if (!rc.data.present) throw ConfigError(rc.root.file() + ": the config has no data: block to train on");
   if (rc.data.task == "classification") return std::make_unique<ClassificationTask>(rc.data, std::move(labels));
-  throw ConfigError(rc.root.file() + ": data.task 'squad' is not implemented in this build yet");
+  return std::make_unique<QaTask>(rc.data);
 }
 
+// The run's vocab.txt when there is one, else tokenizer.vocab, else one learned from the task's training texts.
 std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerOptions& t, const Task* task, const std::string& run_vocab) {
   BasicTokenizer basic(t.lower_case);
   if (!run_vocab.empty() && fs::exists(run_vocab)) return std::make_unique<Tokenizer>(Vocab::load(run_vocab), basic);
   if (!t.vocab.empty()) return std::make_unique<Tokenizer>(Vocab::load(t.vocab), basic);
-  const auto* cls = dynamic_cast<const ClassificationTask*>(task);
-  HR_CHECK(cls, "tokenizer.vocab is required for this task");
+  std::vector<std::string> texts;
+  if (const auto* cls = dynamic_cast<const ClassificationTask*>(task)) texts = cls->training_texts();
+  else if (const auto* qa = dynamic_cast<const QaTask*>(task)) texts = qa->training_texts();
+  else throw Error("tokenizer.vocab is required: there are no training texts to learn a vocabulary from");
   std::cerr << "learning a WordPiece vocabulary of " << t.vocab_size << " tokens from the training texts\n";
-  return std::make_unique<Tokenizer>(learn_wordpiece_vocab(cls->training_texts(), static_cast<int>(t.vocab_size), basic),
-                                     basic);
+  return std::make_unique<Tokenizer>(learn_wordpiece_vocab(texts, static_cast<int>(t.vocab_size), basic), basic);
 }
 
 void encode_task(Task& task, const Tokenizer& tok, int64_t max_len) {
   if (auto* cls = dynamic_cast<ClassificationTask*>(&task)) cls->encode(tok, max_len);
+  if (auto* qa = dynamic_cast<QaTask*>(&task)) qa->encode(tok, max_len);
 }
 
 // The batches of one epoch, a pure function of (seed, epoch): shuffled rows; with bucketing, chunks of 50 batches are
@@ -230,6 +234,7 @@ int train_command(const TrainArgs& args) {
       write_text(dir + "/labels.txt", text);
     }
   }
+  if (auto* qa = dynamic_cast<QaTask*>(task.get())) qa->set_predictions_dir(dir);
 
   NamedTensors params = model->named_parameters();
   AdamW adamw(params, decay_flags(params), AdamWOptions{0.9f, 0.999f, 1e-8f, t.weight_decay});
