@@ -280,7 +280,8 @@ TEST_CASE("foreign and corrupt files give a clear error naming the file") {
     check_read_error(path, "header is not valid JSON");
   }
   SUBCASE("a PNG") {
-    write_bytes(path, std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\x03\x84\0\0\x02X\x08\x06\0\0\0", 33));
+    static const char png[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\x03\x84\0\0\x02X\x08\x06\0\0\0";
+    write_bytes(path, std::string(png, sizeof png - 1));  // the first 29 bytes of a PNG
     check_read_error(path, "not a safetensors file");
   }
   SUBCASE("a text file") {
