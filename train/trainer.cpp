@@ -17,8 +17,8 @@
 #include "framework/error.h"
 #include "framework/ops.h"
 #include "framework/random.h"
-#include "models/encoder_layer.h"
 #include "train/classification_task.h"
+#include "train/prune.h"
 #include "train/qa_task.h"
 #include "train/tokenizer/wordpiece_trainer.h"
 
@@ -107,24 +107,17 @@ std::vector<bool> decay_flags(const NamedTensors& params) {
   return d;
 }
 
-nlohmann::json gate_report(EncoderModel& model) {
-  nlohmann::json layers = nlohmann::json::array();
+// Gate open probabilities per layer (an empty row for a layer without gates) and the expected number of open heads.
+nlohmann::json gate_report(const EncoderModel& model) {
+  const HeadScores p = gate_open_probabilities(model);
   double expected = 0;
   bool any = false;
-  NoGradGuard ng;
-  for (size_t i = 0; i < model.num_layers(); ++i) {
-    nlohmann::json row = nlohmann::json::array();
-    if (auto* enc = dynamic_cast<EncoderLayer*>(&model.layer(i)); enc && enc->attn.gates) {
-      any = true;
-      for (float p : enc->attn.gates->open_probability().to_vector()) {
-        row.push_back(p);
-        expected += p;
-      }
-    }
-    layers.push_back(row);
+  for (const auto& row : p) {
+    any = any || !row.empty();
+    for (float v : row) expected += v;
   }
   if (!any) return nullptr;
-  return {{"open_probability", layers}, {"expected_open_heads", expected}};
+  return {{"open_probability", p}, {"expected_open_heads", expected}};
 }
 
 class Progress {
