@@ -9,25 +9,16 @@
 #include <fstream>
 #include <limits>
 
+#include "tests/temp_dir.h"
 #include "framework/error.h"
 #include "train/plot.h"
 
 namespace fs = std::filesystem;
 using namespace hr;
+using hr::testing::TempDir;
 using Color = std::array<uint8_t, 3>;
 
 namespace {
-
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    dir = fs::temp_directory_path() / ("hr_test_plot_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string operator/(const std::string& name) const { return (dir / name).string(); }
-};
 
 // Width and height from the PNG signature and IHDR chunk (big-endian at bytes 16..23).
 std::pair<int, int> png_size(const std::string& path) {

@@ -10,12 +10,14 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/temp_dir.h"
 #include "framework/atomic_file.h"
 #include "framework/error.h"
 #include "framework/safetensors.h"
 
 namespace fs = std::filesystem;
 using namespace hr;
+using hr::testing::TempDir;
 
 namespace {
 
@@ -26,17 +28,6 @@ std::string fixture(const std::string& name) {
 }
 
 // A fresh directory for one test case, removed at the end.
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    dir = fs::temp_directory_path() / ("hr_test_safetensors_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string operator/(const std::string& name) const { return (dir / name).string(); }
-};
-
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -190,8 +181,8 @@ TEST_CASE("write then read round-trips every dtype, metadata and odd shapes byte
 
   write_safetensors(b, back);
   CHECK(read_bytes(a) == read_bytes(b));
-  CHECK(fs::directory_iterator(tmp.dir) != fs::directory_iterator());
-  for (const auto& entry : fs::directory_iterator(tmp.dir))  // no temp files left behind
+  CHECK(fs::directory_iterator(tmp.path) != fs::directory_iterator());
+  for (const auto& entry : fs::directory_iterator(tmp.path))  // no temp files left behind
     CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);
 }
 
@@ -388,7 +379,7 @@ TEST_CASE("write_file_atomically replaces the file, or leaves the old one when w
                   Error);
   CHECK(read_bytes(path) == "second version");
   int files = 0;
-  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(tmp.dir)) ++files;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(tmp.path)) ++files;
   CHECK(files == 1);  // the temp file is gone
 
   const std::string bad = tmp / "missing/report.txt";

@@ -17,21 +17,11 @@
 #include <vector>
 
 #include "framework/error.h"
+#include "tests/temp_dir.h"
 
 namespace hr::testing {
 
 namespace fs = std::filesystem;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "hr_test_XXXXXX").string();
-    HR_CHECK(mkdtemp(tmpl.data()) != nullptr, "mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() { if (!std::getenv("HR_KEEP")) fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
 
 inline void write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);

@@ -1,0 +1,29 @@
+// A fresh, uniquely named directory for one test, removed afterwards (kept when HR_KEEP is set, for debugging).
+#pragma once
+
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "framework/error.h"
+
+namespace hr::testing {
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "hr_test_XXXXXX").string();
+    HR_CHECK(mkdtemp(tmpl.data()) != nullptr, "mkdtemp failed");
+    path = tmpl;
+  }
+  ~TempDir() {
+    if (!std::getenv("HR_KEEP")) std::filesystem::remove_all(path);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+}  // namespace hr::testing
