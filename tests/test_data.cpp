@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "tests/shared_files.h"
 #include "framework/error.h"
 #include "train/data/classification_data.h"
 #include "train/data/squad_data.h"
@@ -18,15 +19,11 @@
 #include "train/data/utf8_codepoints.h"
 
 using namespace hr;
+using hr::testing::shared_data;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string shared_data(const std::string& relative) {
-  const char* root = std::getenv("HR_SHARED");
-  REQUIRE_MESSAGE(root != nullptr, "HR_SHARED is not set (run through meson test)");
-  return std::string(root) + "/data/" + relative;
-}
 
 // A fresh directory per test case for hand-made files.
 struct TempDir {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/shared_files.h"
 #include "framework/autograd.h"
 #include "framework/module.h"
 #include "framework/ops.h"
@@ -13,16 +14,8 @@
 #include "framework/safetensors.h"
 
 using namespace hr;
+using hr::testing::fixture;
 
-namespace {
-
-std::string fixture(const std::string& name) {
-  const char* shared = std::getenv("HR_SHARED");
-  REQUIRE_MESSAGE(shared != nullptr, "HR_SHARED is not set (run the tests through meson)");
-  return std::string(shared) + "/fixtures/torch_reference/" + name;
-}
-
-}  // namespace
 
 TEST_CASE("cross_entropy with ignore_index and label smoothing matches PyTorch's loss and gradient") {
   const SafeTensorsFile f = read_safetensors(fixture("cross_entropy.safetensors"));

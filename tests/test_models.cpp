@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/shared_files.h"
 #include "framework/autograd.h"
 #include "framework/config.h"
 #include "framework/ops.h"
@@ -25,16 +26,12 @@
 #include "tests/gradcheck.h"
 
 using namespace hr;
+using hr::testing::fixture;
 using hr::testing::gradcheck;
 using hr::testing::test_values;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  const char* shared = std::getenv("HR_SHARED");
-  REQUIRE_MESSAGE(shared != nullptr, "HR_SHARED is not set (run the tests through meson)");
-  return std::string(shared) + "/fixtures/torch_reference/" + name;
-}
 
 Tensor to_tensor(const SafeTensor& t) { return Tensor::from_vector(to_f32(t), t.shape); }
 

@@ -13,6 +13,7 @@
 #include <numeric>
 #include <random>
 
+#include "tests/shared_files.h"
 #include "framework/autograd.h"
 #include "framework/optim.h"
 #include "framework/random.h"
@@ -23,15 +24,11 @@
 #include "train/tokenizer/wordpiece_trainer.h"
 
 using namespace hr;
+using hr::testing::shared_data;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string shared_data(const std::string& relative) {
-  const char* root = std::getenv("HR_SHARED");
-  REQUIRE_MESSAGE(root != nullptr, "HR_SHARED is not set (run through meson test)");
-  return std::string(root) + "/data/" + relative;
-}
 
 Vocab small_vocab(std::vector<std::string> words) {
   std::vector<std::string> tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};

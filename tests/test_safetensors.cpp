@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/shared_files.h"
 #include "tests/temp_dir.h"
 #include "framework/atomic_file.h"
 #include "framework/error.h"
@@ -17,15 +18,11 @@
 
 namespace fs = std::filesystem;
 using namespace hr;
+using hr::testing::fixture;
 using hr::testing::TempDir;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  const char* shared = std::getenv("HR_SHARED");
-  REQUIRE_MESSAGE(shared, "HR_SHARED is not set (run the tests through meson)");
-  return std::string(shared) + "/fixtures/torch_reference/" + name;
-}
 
 // A fresh directory for one test case, removed at the end.
 std::string read_bytes(const std::string& path) {

@@ -15,12 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/shared_files.h"
 #include "framework/error.h"
 #include "train/tokenizer/tokenizer.h"
 #include "train/tokenizer/utf8.h"
 #include "train/tokenizer/wordpiece_trainer.h"
 
 using namespace hr;
+using hr::testing::shared_path;
 
 // Readable failure messages for the vectors compared below.
 namespace doctest {
@@ -44,11 +46,6 @@ struct StringMaker<std::vector<T>> {
 
 namespace {
 
-std::string shared_path(const std::string& rel) {
-  const char* root = std::getenv("HR_SHARED");
-  REQUIRE_MESSAGE(root != nullptr, "HR_SHARED is not set");
-  return std::string(root) + "/" + rel;
-}
 
 const std::string kUncased = "data/bert_vocab/bert-base-uncased-vocab.txt";
 const std::string kChinese = "data/bert_vocab/bert-base-chinese-vocab.txt";
