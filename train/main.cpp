@@ -123,6 +123,12 @@ int qa_predict_command(const std::string& dir, const std::string& which, const s
   return 0;
 }
 
+// --run DIR (required) and --checkpoint best|last: how every command that reads a run directory names it.
+void add_run_options(CLI::App* cmd, std::string& run_dir, std::string& which) {
+  cmd->add_option("--run", run_dir, "run directory")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("--checkpoint", which, "best | last")->check(CLI::IsMember({"best", "last"}));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -146,8 +152,7 @@ int main(int argc, char** argv) {
 
   std::string run_dir, which = "best", split = "test";
   auto* eval = app.add_subcommand("eval", "evaluate a run's checkpoint on a split");
-  eval->add_option("--run", run_dir, "run directory")->required()->check(CLI::ExistingDirectory);
-  eval->add_option("--checkpoint", which, "best | last")->check(CLI::IsMember({"best", "last"}));
+  add_run_options(eval, run_dir, which);
   eval->add_option("--split", split, "eval | test")->check(CLI::IsMember({"eval", "test"}));
   std::string eval_data;
   bool eval_json = false;
@@ -161,8 +166,7 @@ int main(int argc, char** argv) {
   auto* predict = app.add_subcommand(
       "predict", "label texts (--text, or one a line on stdin) or answer questions (--question and --context, or "
                  "JSONL {\"question\", \"context\"} lines on stdin) with a trained run");
-  predict->add_option("--run", run_dir, "run directory")->required()->check(CLI::ExistingDirectory);
-  predict->add_option("--checkpoint", which, "best | last")->check(CLI::IsMember({"best", "last"}));
+  add_run_options(predict, run_dir, which);
   predict->add_option("--text", texts, "a text to label (repeatable)");
   predict->add_option("--question", question, "QA runs: the question");
   predict->add_option("--context", context, "QA runs: the text holding the answer");
@@ -189,8 +193,7 @@ int main(int argc, char** argv) {
   bench->add_flag("--json", bench_opt.json, "print one JSON object");
   PruneArgs pargs;
   auto* prune = app.add_subcommand("prune", "remove attention heads: write a smaller model as a new run directory");
-  prune->add_option("--run", pargs.run_dir, "run directory")->required()->check(CLI::ExistingDirectory);
-  prune->add_option("--checkpoint", pargs.which, "best | last")->check(CLI::IsMember({"best", "last"}));
+  add_run_options(prune, pargs.run_dir, pargs.which);
   prune->add_option("--out", pargs.out_dir, "new run directory (default <run>-pruned)");
   prune->add_option("--by", pargs.options.by, "rank heads by gates | importance")
       ->check(CLI::IsMember({"gates", "importance"}));
@@ -207,8 +210,7 @@ int main(int argc, char** argv) {
   HeadsArgs hargs;
   hargs.prune.by = "";
   auto* heads = app.add_subcommand("heads", "per-head gate probabilities, importance and pruning; heatmap PNG");
-  heads->add_option("--run", hargs.run_dir, "run directory")->required()->check(CLI::ExistingDirectory);
-  heads->add_option("--checkpoint", hargs.which, "best | last")->check(CLI::IsMember({"best", "last"}));
+  add_run_options(heads, hargs.run_dir, hargs.which);
   heads->add_flag("--importance", hargs.importance, "score heads by loss sensitivity (Michel et al. 2019)");
   heads->add_option("--split", hargs.importance_options.split, "importance: data split (train | eval | test)")
       ->check(CLI::IsMember({"train", "eval", "test"}));
@@ -233,8 +235,7 @@ int main(int argc, char** argv) {
 
   AttentionArgs aargs;
   auto* attention = app.add_subcommand("attention", "attention maps of a trained run for one input, as a PNG grid");
-  attention->add_option("--run", aargs.run_dir, "run directory")->required()->check(CLI::ExistingDirectory);
-  attention->add_option("--checkpoint", aargs.which, "best | last")->check(CLI::IsMember({"best", "last"}));
+  add_run_options(attention, aargs.run_dir, aargs.which);
   attention->add_option("--text", aargs.text, "input text (classification runs)");
   attention->add_option("--question", aargs.question, "question (QA runs)");
   attention->add_option("--context", aargs.context, "context (QA runs)");
