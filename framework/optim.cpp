@@ -8,9 +8,11 @@
 
 namespace hr {
 
-AdamW::AdamW(NamedTensors params, std::vector<bool> decay, AdamWOptions opt)
-    : params_(std::move(params)), decay_(std::move(decay)), opt_(opt) {
+AdamW::AdamW(NamedTensors params, std::vector<bool> decay, AdamWOptions opt, std::vector<float> lr_scale)
+    : params_(std::move(params)), decay_(std::move(decay)), lr_scale_(std::move(lr_scale)), opt_(opt) {
   HR_CHECK(decay_.size() == params_.size(), "AdamW: one decay flag per parameter");
+  if (lr_scale_.empty()) lr_scale_.assign(params_.size(), 1.f);
+  HR_CHECK(lr_scale_.size() == params_.size(), "AdamW: one learning-rate scale per parameter");
   for (const auto& [name, p] : params_) {
     m_.push_back(Tensor::zeros(p.shape(), p.device()));
     v_.push_back(Tensor::zeros(p.shape(), p.device()));
@@ -28,7 +30,8 @@ void AdamW::step(float lr) {
     HR_CHECK(p.device() == params_[0].second.device() && g.device() == p.device(),
              "AdamW: parameter '" + params_[i].first + "' (or its gradient) is on " + device_name(p.device()) +
                  ", the first parameter on " + device_name(params_[0].second.device()) + ": move the whole model");
-    slots.push_back({p.data(), g.data(), m_[i].data(), v_[i].data(), p.numel(), decay_[i] ? opt_.weight_decay : 0.f});
+    slots.push_back({p.data(), g.data(), m_[i].data(), v_[i].data(), p.numel(), decay_[i] ? opt_.weight_decay : 0.f,
+                     lr_scale_[i]});
   }
   if (slots.empty()) return;
   AdamWHyper h{lr, opt_.beta1, opt_.beta2, opt_.eps, step_};

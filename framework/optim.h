@@ -18,8 +18,9 @@ struct AdamWOptions {
 
 class AdamW {
  public:
-  // `decay[i]` says whether params[i] gets weight decay (the trainer exempts biases, LayerNorm and gates).
-  AdamW(NamedTensors params, std::vector<bool> decay, AdamWOptions opt);
+  // `decay[i]` says whether params[i] gets weight decay (the trainer exempts biases, LayerNorm and gates);
+  // `lr_scale[i]` (default all 1) multiplies the learning rate of params[i] (the trainer's train.gate_lr).
+  AdamW(NamedTensors params, std::vector<bool> decay, AdamWOptions opt, std::vector<float> lr_scale = {});
   void step(float lr);  // one update of every parameter that has a gradient, in one backend call
   int64_t steps() const { return step_; }
   // m and v of every parameter as "<name>.adam_m" / "<name>.adam_v" (checkpoint state) and the step counter.
@@ -29,6 +30,7 @@ class AdamW {
  private:
   NamedTensors params_;
   std::vector<bool> decay_;
+  std::vector<float> lr_scale_;
   std::vector<Tensor> m_, v_;
   AdamWOptions opt_;
   int64_t step_ = 0;

@@ -61,6 +61,7 @@ struct AdamWHyper {
 // One parameter tensor for the fused optimizer step.
 struct AdamWSlot {
   float* param; const float* grad; float* m; float* v; int64_t n; float weight_decay;
+  float lr_scale = 1.f;  // this tensor's learning rate is lr * lr_scale
 };
 
 class Backend {
@@ -84,8 +85,9 @@ class Backend {
   virtual void fill_i32(int32_t* x, int64_t n, int32_t value) = 0;
   // uniform in (0, 1), element i from counter (offset + i)
   virtual void uniform(float* x, int64_t n, uint64_t seed, uint64_t offset) = 0;
-  // inverted dropout mask: 1/(1-p) with probability 1-p, else 0
-  virtual void dropout_mask(float* mask, int64_t n, float p, uint64_t seed, uint64_t offset) = 0;
+  // inverted dropout: y[i] = x[i] * s_i, s_i = 1/(1-p) with probability 1-p, else 0, drawn from counter (offset + i).
+  // No mask is stored: the backward pass calls this again on the gradient with the same (seed, offset).
+  virtual void dropout(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t offset) = 0;
 
   // ---- matmul
   virtual void gemm(const GemmArgs& args) = 0;

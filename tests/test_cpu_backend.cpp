@@ -659,7 +659,7 @@ TEST_CASE("gather_rows and scatter_add_rows with repeated ids") {
   }
 }
 
-TEST_CASE("adamw over 3 steps matches a scalar reference") {
+TEST_CASE("adamw over 3 steps matches a scalar reference, with a per-slot learning-rate scale") {
   const int64_t n1 = 7, n2 = 130;
   Vec p1 = random_vec(n1, 101), p2 = random_vec(n2, 102);
   Vec m1(n1, 0.f), v1(n1, 0.f), m2(n2, 0.f), v2(n2, 0.f);
@@ -671,24 +671,25 @@ TEST_CASE("adamw over 3 steps matches a scalar reference") {
   h.beta2 = 0.95f;
   h.eps = 1e-6f;
   const float wd1 = 0.1f, wd2 = 0.f;
+  const float scale2 = 7.f;  // slot 2 learns at 7 lr
   const auto ref_step = [&](std::vector<double>& p, const Vec& g, std::vector<double>& m, std::vector<double>& v,
-                            double wd, int64_t t) {
+                            double wd, int64_t t, double lr) {
     for (size_t i = 0; i < p.size(); ++i) {
-      p[i] *= 1 - double{h.lr} * wd;
+      p[i] *= 1 - lr * wd;
       m[i] = h.beta1 * m[i] + (1 - double{h.beta1}) * g[i];
       v[i] = h.beta2 * v[i] + (1 - double{h.beta2}) * g[i] * g[i];
       const double mhat = m[i] / (1 - std::pow(double{h.beta1}, t)), vhat = v[i] / (1 - std::pow(double{h.beta2}, t));
-      p[i] -= h.lr * mhat / (std::sqrt(vhat) + h.eps);
+      p[i] -= lr * mhat / (std::sqrt(vhat) + h.eps);
     }
   };
   for (int64_t t = 1; t <= 3; ++t) {
     const Vec g1 = random_vec(n1, 110 + static_cast<uint32_t>(t)), g2 = random_vec(n2, 120 + static_cast<uint32_t>(t));
     const AdamWSlot slots[2] = {{p1.data(), g1.data(), m1.data(), v1.data(), n1, wd1},
-                                {p2.data(), g2.data(), m2.data(), v2.data(), n2, wd2}};
+                                {p2.data(), g2.data(), m2.data(), v2.data(), n2, wd2, scale2}};
     h.step = t;
     be().adamw(slots, 2, h);
-    ref_step(rp1, g1, rm1, rv1, wd1, t);
-    ref_step(rp2, g2, rm2, rv2, wd2, t);
+    ref_step(rp1, g1, rm1, rv1, wd1, t, h.lr);
+    ref_step(rp2, g2, rm2, rv2, wd2, t, double{h.lr} * scale2);
   }
   check_close(p1, rp1, 1e-5, "adamw slot 1");
   check_close(p2, rp2, 1e-5, "adamw slot 2");
@@ -696,35 +697,44 @@ TEST_CASE("adamw over 3 steps matches a scalar reference") {
   check_close(v2, rv2, 1e-6, "adamw v");
 }
 
-TEST_CASE("dropout_mask and uniform: statistics, reproducible, thread-count independent") {
+TEST_CASE("dropout and uniform: statistics, reproducible, thread-count independent") {
   const int64_t n = 200003;
   const float p = 0.1f;
-  Vec mask(n);
-  be().dropout_mask(mask.data(), n, p, 42, 1000);
-  int64_t zeros = 0;
+  Vec x(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = 1.f + static_cast<float>(i % 7);
+  auto drop = [&](int64_t count, uint64_t seed, uint64_t offset) {
+    Vec y(count);
+    be().dropout(x.data(), y.data(), count, p, seed, offset);
+    return y;
+  };
+  const Vec y = drop(n, 42, 1000);
+  int64_t zeros = 0, runs_of_8 = 0, streak = 0;
   double sum = 0;
-  for (float v : mask) {
-    CHECK((v == 0.f || v == doctest::Approx(1.0 / (1.0 - p))));
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = y[i];
+    CHECK((v == 0.f || v == doctest::Approx(x[i] / (1.0 - p))));
     zeros += v == 0.f;
-    sum += v;
+    sum += v / x[i];
+    streak = v == 0.f ? streak + 1 : 0;
+    runs_of_8 += streak == 8;
   }
   CHECK(static_cast<double>(zeros) / n == doctest::Approx(p).epsilon(0.05));
   CHECK(sum / n == doctest::Approx(1.0).epsilon(0.01));
-  Vec again(n);
-  be().dropout_mask(again.data(), n, p, 42, 1000);
-  CHECK(mask == again);
-  Vec shifted(n - 500);
-  be().dropout_mask(shifted.data(), n - 500, p, 42, 1500);  // element i depends only on offset + i
-  CHECK(std::equal(shifted.begin(), shifted.end(), mask.begin() + 500));
-  Vec other(n);
-  be().dropout_mask(other.data(), n, p, 43, 1000);
-  CHECK(mask != other);
-  check_thread_count_independent([&] {
-    Vec m(n);
-    be().dropout_mask(m.data(), n, p, 7, 0);
-    return m;
-  }, "dropout_mask");
-  CHECK_THROWS_AS(be().dropout_mask(mask.data(), n, 1.5f, 1, 0), Error);
+  CHECK(runs_of_8 < 3);  // p^8 n = 0.02: neighbouring counters are not correlated
+  CHECK(drop(n, 42, 1000) == y);
+  const Vec shifted = drop(n - 500, 42, 1500);  // element i's mask depends only on offset + i
+  for (int64_t i = 0; i < n - 500; ++i) REQUIRE((shifted[i] == 0.f) == (y[i + 500] == 0.f));
+  CHECK(drop(n, 43, 1000) != y);
+  // counters that cross a multiple of 2^32 (the high word keys the hash) keep the statistics and the shift property
+  const uint64_t edge = (uint64_t{1} << 32) - 1000;
+  const Vec high = drop(n, 42, edge), high_shifted = drop(n - 2000, 42, edge + 2000);
+  CHECK(std::count(high.begin(), high.end(), 0.f) / static_cast<double>(n) == doctest::Approx(p).epsilon(0.05));
+  for (int64_t i = 0; i < n - 2000; ++i) REQUIRE((high_shifted[i] == 0.f) == (high[i + 2000] == 0.f));
+  check_thread_count_independent([&] { return drop(n, 7, 0); }, "dropout");
+  Vec in_place = x;  // the backward pass may write over its input
+  be().dropout(in_place.data(), in_place.data(), n, p, 42, 1000);
+  CHECK(in_place == y);
+  CHECK_THROWS_AS(be().dropout(x.data(), in_place.data(), n, 1.5f, 1, 0), Error);
 
   Vec u(n);
   be().uniform(u.data(), n, 5, 0);

@@ -320,20 +320,21 @@ TEST_CASE("cuda fills, sum_squares, copies") {
   CHECK(y.g.host() == x.c.host());
 }
 
-TEST_CASE("cuda uniform and dropout_mask are bit-identical to the CPU's") {
+TEST_CASE("cuda uniform and dropout are bit-identical to the CPU's") {
   REQUIRE_CUDA_DEVICE();
   const int64_t n = 100003;
-  BothF u(Vec(n, 0.f)), mask(Vec(n, 0.f));
+  BothF u(Vec(n, 0.f)), x(Vec(n, 1.5f)), y(Vec(n, 0.f));
   cpu().uniform(u.c.get(), n, 42, 12345);
   gpu().uniform(u.g.get(), n, 42, 12345);
   CHECK(u.g.host() == u.c.host());
-  cpu().dropout_mask(mask.c.get(), n, 0.1f, 7, 999);
-  gpu().dropout_mask(mask.g.get(), n, 0.1f, 7, 999);
-  const Vec m = mask.g.host();
-  CHECK(std::memcmp(m.data(), mask.c.host().data(), m.size() * sizeof(float)) == 0);
+  const uint64_t offset = (uint64_t{1} << 32) - 999;  // crosses a high-word boundary of the counter
+  cpu().dropout(x.c.get(), y.c.get(), n, 0.1f, 7, offset);
+  gpu().dropout(x.g.get(), y.g.get(), n, 0.1f, 7, offset);
+  const Vec m = y.g.host();
+  CHECK(std::memcmp(m.data(), y.c.host().data(), m.size() * sizeof(float)) == 0);
   const auto kept = std::count_if(m.begin(), m.end(), [](float v) { return v != 0.f; });
   CHECK(std::abs(static_cast<double>(kept) / n - 0.9) < 0.01);
-  CHECK_THROWS_AS(gpu().dropout_mask(mask.g.get(), n, 1.f, 7, 0), Error);
+  CHECK_THROWS_AS(gpu().dropout(x.g.get(), y.g.get(), n, 1.f, 7, 0), Error);
 }
 
 // ---------------------------------------------------------------- rows
@@ -486,7 +487,8 @@ TEST_CASE("cuda adamw over several slots and 3 steps") {
       std::vector<AdamWSlot> slots;
       for (int k = 0; k < 4; ++k) {
         const auto pick = [&](BothF& b) { return side ? b.g.get() : b.c.get(); };
-        slots.push_back({pick(*params[k]), pick(*grads[k]), pick(*ms[k]), pick(*vs[k]), sizes[k], decays[k]});
+        slots.push_back({pick(*params[k]), pick(*grads[k]), pick(*ms[k]), pick(*vs[k]), sizes[k], decays[k],
+                         1.f + static_cast<float>(k)});  // a different learning-rate scale per slot
       }
       AdamWHyper h;
       h.lr = 1e-2f;

@@ -67,6 +67,8 @@ TrainOptions read_train(const Config& root) {
   t.grad_accum = c.get_positive("grad_accum", t.grad_accum);
   t.lr = c.get<float>("lr", t.lr);
   if (!(t.lr > 0.f)) c.fail("lr", "must be > 0");
+  t.gate_lr = c.get<float>("gate_lr", 0.f);
+  if (t.gate_lr < 0.f) c.fail("gate_lr", "must be >= 0 (0: the same as lr)");
   t.warmup = c.get<float>("warmup", t.warmup);
   if (t.warmup < 0.f) c.fail("warmup", "must be >= 0");
   t.schedule = c.get_choice("schedule", {"linear", "cosine", "constant"}, "linear");

@@ -38,6 +38,7 @@ struct TrainOptions {
   int64_t batch_size = 32;
   int64_t grad_accum = 1;     // micro-batches per optimizer step
   float lr = 1e-3f;
+  float gate_lr = 0.f;        // peak learning rate of the L0 gates' log_alpha (same schedule); 0: lr
   float warmup = 0.1f;        // < 1: a fraction of the steps; >= 1: a number of steps
   std::string schedule = "linear";  // linear | cosine | constant
   float weight_decay = 0.01f;

@@ -107,6 +107,17 @@ std::vector<bool> decay_flags(const NamedTensors& params) {
   return d;
 }
 
+// train.gate_lr: the gates' log_alpha may need to travel several units in a short fine-tuning run, far more than the
+// weights, so they get their own peak learning rate on the same schedule.
+std::vector<float> lr_scales(const NamedTensors& params, const TrainOptions& t) {
+  std::vector<float> s;
+  for (const auto& [name, p] : params) {
+    const bool gate = name.size() >= 9 && name.compare(name.size() - 9, 9, "log_alpha") == 0;
+    s.push_back(gate && t.gate_lr > 0.f ? t.gate_lr / t.lr : 1.f);
+  }
+  return s;
+}
+
 // Gate open probabilities per layer (an empty row for a layer without gates) and the expected number of open heads.
 nlohmann::json gate_report(const EncoderModel& model) {
   const HeadScores p = gate_open_probabilities(model);
@@ -230,7 +241,7 @@ int train_command(const TrainArgs& args) {
   if (auto* qa = dynamic_cast<QaTask*>(task.get())) qa->set_predictions_dir(dir);
 
   NamedTensors params = model->named_parameters();
-  AdamW adamw(params, decay_flags(params), AdamWOptions{0.9f, 0.999f, 1e-8f, t.weight_decay});
+  AdamW adamw(params, decay_flags(params), AdamWOptions{0.9f, 0.999f, 1e-8f, t.weight_decay}, lr_scales(params, t));
   std::unique_ptr<SGD> sgd;
   if (t.optimizer == "sgd") sgd = std::make_unique<SGD>(model->parameters(), 0.9f, t.weight_decay);
 

@@ -1,5 +1,5 @@
-// Random ops over the global counter-based stream: inverted dropout (y = x * mask, mask = 1/(1-p) with probability
-// 1-p) and uniform noise.
+// Random ops over the global counter-based stream: inverted dropout (y = x * s, s = 1/(1-p) with probability 1-p, else
+// 0) and uniform noise.
 #include "framework/ops/op_util.h"
 #include "framework/random.h"
 
@@ -11,19 +11,15 @@ Tensor dropout(const Tensor& x, float p, bool training) {
   HR_CHECK(p >= 0.f && p < 1.f, "dropout: p must be in [0, 1), got " + std::to_string(p));
   if (!training || p == 0.f) return x;
   detail::check_f32(x, "dropout");
-  Tensor mask = Tensor::empty(x.shape(), x.device());
   Generator& gen = global_generator();
-  be(x).dropout_mask(mask.data(), mask.numel(), p, gen.seed, gen.take(mask.numel()));
+  const uint64_t seed = gen.seed, offset = gen.take(x.numel());
   Tensor y = Tensor::empty(x.shape(), x.device());
-  Broadcast same;
-  same.ndim = 1;
-  same.shape[0] = x.numel();
-  same.sa[0] = same.sb[0] = 1;
-  be(x).binary(Binary::Mul, same, x.data(), mask.data(), y.data(), 0.f);
+  be(x).dropout(x.data(), y.data(), x.numel(), p, seed, offset);
   if (needs_grad({&x})) {
-    detail::record("dropout", y, [x, mask, same](const Tensor& g) {
+    // the same counters draw the same mask again: nothing is stored between the passes
+    detail::record("dropout", y, [x, p, seed, offset](const Tensor& g) {
       Tensor gx = Tensor::empty(x.shape(), x.device());
-      be(x).binary(Binary::Mul, same, g.data(), mask.data(), gx.data(), 0.f);
+      be(x).dropout(g.data(), gx.data(), x.numel(), p, seed, offset);
       accumulate_grad(x, gx);
     });
   }

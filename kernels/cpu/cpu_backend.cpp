@@ -122,10 +122,19 @@ class CpuBackend final : public Backend {
       for (int64_t i = b; i < e; ++i) x[i] = math::uniform01(seed, offset + static_cast<uint64_t>(i));
     });
   }
-  void dropout_mask(float* mask, int64_t n, float p, uint64_t seed, uint64_t offset) override {
+  void dropout(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t offset) override {
     HR_CHECK(p >= 0.f && p < 1.f, "dropout: probability " + std::to_string(p) + " outside [0, 1)");
-    parallel_for(n, 8, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) mask[i] = math::dropout_keep(seed, offset + static_cast<uint64_t>(i), p);
+    parallel_for(n, 4, [&](int64_t b, int64_t e) {
+      // runs of elements whose counters share the high word: one key each, and a 32-bit loop that vectorises
+      for (int64_t i = b; i < e;) {
+        const uint64_t c = offset + static_cast<uint64_t>(i);
+        const int64_t run = std::min<int64_t>(e - i, static_cast<int64_t>((uint64_t{1} << 32) - (c & 0xFFFFFFFFu)));
+        const uint32_t key = math::dropout_key(seed, c >> 32), low = static_cast<uint32_t>(c);
+        const float* xi = x + i;
+        float* yi = y + i;
+        for (int64_t j = 0; j < run; ++j) yi[j] = xi[j] * math::dropout_scale(key, low + static_cast<uint32_t>(j), p);
+        i += run;
+      }
     });
   }
 
@@ -409,8 +418,8 @@ class CpuBackend final : public Backend {
       const AdamWSlot& s = slots[k];
       parallel_for(s.n, 8, [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i)
-          math::adamw_update(s.param[i], s.grad[i], s.m[i], s.v[i], h.lr, h.beta1, h.beta2, h.eps, s.weight_decay,
-                             bc1, bc2);
+          math::adamw_update(s.param[i], s.grad[i], s.m[i], s.v[i], h.lr * s.lr_scale, h.beta1, h.beta2, h.eps,
+                             s.weight_decay, bc1, bc2);
       });
     }
   }

@@ -27,7 +27,8 @@ __global__ void adamw_kernel(const SlotRange* slots, int count, int64_t total, f
     }
     const AdamWSlot& s = slots[lo].slot;
     const int64_t i = e - slots[lo].begin;
-    math::adamw_update(s.param[i], s.grad[i], s.m[i], s.v[i], lr, beta1, beta2, eps, s.weight_decay, bc1, bc2);
+    math::adamw_update(s.param[i], s.grad[i], s.m[i], s.v[i], lr * s.lr_scale, beta1, beta2, eps, s.weight_decay, bc1,
+                       bc2);
   }
 }
 

@@ -73,9 +73,9 @@ class CudaBackend final : public Backend {
   void uniform(float* x, int64_t n, uint64_t seed, uint64_t offset) override {
     cuda::uniform(x, n, seed, offset, stream_);
   }
-  void dropout_mask(float* mask, int64_t n, float p, uint64_t seed, uint64_t offset) override {
+  void dropout(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t offset) override {
     HR_CHECK(p >= 0.f && p < 1.f, "dropout: probability " + std::to_string(p) + " outside [0, 1)");
-    cuda::dropout_mask(mask, n, p, seed, offset, stream_);
+    cuda::dropout(x, y, n, p, seed, offset, stream_);
   }
 
   // ---- matmul

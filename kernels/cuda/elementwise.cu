@@ -18,8 +18,8 @@ __global__ void uniform_kernel(float* x, int64_t n, uint64_t seed, uint64_t offs
   HR_GRID_STRIDE(i, n) x[i] = math::uniform01(seed, offset + static_cast<uint64_t>(i));
 }
 
-__global__ void dropout_mask_kernel(float* mask, int64_t n, float p, uint64_t seed, uint64_t offset) {
-  HR_GRID_STRIDE(i, n) mask[i] = math::dropout_keep(seed, offset + static_cast<uint64_t>(i), p);
+__global__ void dropout_kernel(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t offset) {
+  HR_GRID_STRIDE(i, n) y[i] = x[i] * math::dropout_scale(seed, offset + static_cast<uint64_t>(i), p);
 }
 
 // C viewed as (batch * M, N) rows; row r lives at (r / M) * strideC + (r % M) * ldc
@@ -82,9 +82,9 @@ void uniform(float* x, int64_t n, uint64_t seed, uint64_t offset, cudaStream_t s
   HR_CUDA_CHECK_LAUNCH();
 }
 
-void dropout_mask(float* mask, int64_t n, float p, uint64_t seed, uint64_t offset, cudaStream_t stream) {
+void dropout(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t offset, cudaStream_t stream) {
   if (n <= 0) return;
-  dropout_mask_kernel<<<grid_for(n), kThreads, 0, stream>>>(mask, n, p, seed, offset);
+  dropout_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, n, p, seed, offset);
   HR_CUDA_CHECK_LAUNCH();
 }
 

@@ -16,7 +16,7 @@ namespace hr::cuda {
 void fill(float* x, int64_t n, float value, cudaStream_t stream);
 void fill_i32(int32_t* x, int64_t n, int32_t value, cudaStream_t stream);
 void uniform(float* x, int64_t n, uint64_t seed, uint64_t offset, cudaStream_t stream);
-void dropout_mask(float* mask, int64_t n, float p, uint64_t seed, uint64_t offset, cudaStream_t stream);
+void dropout(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t offset, cudaStream_t stream);
 // C[b, m, n] += bias[n] for the gemm epilogue; C rows have stride ldc, batches strideC.
 void add_bias(float* C, const float* bias, int64_t batch, int64_t M, int64_t N, int64_t ldc, int64_t strideC,
               cudaStream_t stream);
