@@ -57,6 +57,7 @@ class EncoderModel : public Module {
   Task task() const { return task_; }
   int64_t d_model() const { return d_model_; }
   int64_t max_len() const { return max_len_; }
+  int64_t num_labels() const { return task_ == Task::Classification ? head_->weight.dim(0) : 0; }
   int64_t segments() const { return segments_; }
 
  private:

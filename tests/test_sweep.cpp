@@ -4,6 +4,8 @@
 
 #include <cairo.h>
 
+#include <sstream>
+
 #include "train/plot.h"
 #include "train/sweep.h"
 #include "tests/tiny_run.h"
@@ -22,6 +24,24 @@ std::pair<int, int> png_size(const std::string& path) {
 }
 
 int count_lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
+
+// the first n comma-separated columns of every line
+std::string first_columns(const std::string& csv, int n) {
+  std::string out;
+  std::istringstream in(csv);
+  for (std::string line; std::getline(in, line);) {
+    size_t end = 0;
+    for (int c = 0; c < n && end != std::string::npos; ++c) end = line.find(',', end + (c > 0));
+    out += line.substr(0, end) + "\n";
+  }
+  return out;
+}
+
+int count_substr(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
 
 }  // namespace
 
@@ -55,6 +75,15 @@ TEST_CASE("sweep: one run per head count and seed, reused on restart, table and 
   CHECK(again.output.find("training") == std::string::npos);
   CHECK(fs::last_write_time(out + "/heads2-seed1/checkpoint-last.safetensors") == stamp);
   CHECK(read_file(out + "/results.csv") == csv);
+
+  // --remeasure: every run timed again, nothing retrained, the metric column unchanged
+  const Result timed = headroom("sweep " + quote(cfg) + " --set train.max_steps=6 --heads 1,2 --seeds 2 --remeasure --out " +
+                                quote(out));
+  REQUIRE_MESSAGE(timed.code == 0, timed.output);
+  CHECK(count_substr(timed.output, "sweep: timing ") == 4);
+  CHECK(timed.output.find("training") == std::string::npos);
+  CHECK(fs::last_write_time(out + "/heads2-seed1/checkpoint-last.safetensors") == stamp);
+  CHECK(first_columns(read_file(out + "/results.csv"), 6) == first_columns(csv, 6));  // up to the metric's sd
 
   // an interrupted run (no result.json) is finished, the others reused
   fs::remove(out + "/heads1-seed1/result.json");

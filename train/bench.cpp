@@ -24,11 +24,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 double percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
@@ -65,6 +60,50 @@ EncoderInput random_input(int64_t B, int64_t T, int64_t vocab, uint64_t seed, De
 }
 
 }  // namespace
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+TrainingTiming time_training_steps(EncoderModel& model, int64_t B, int64_t T, int64_t vocab, int64_t warmup,
+                                   int64_t steps) {
+  const Device d = model.device();
+  NamedTensors params = model.named_parameters();
+  std::vector<bool> decay;
+  for (const auto& [n, t] : params) decay.push_back(t.ndim() >= 2);
+  AdamW adamw(params, decay, AdamWOptions{});
+  const EncoderInput in = random_input(B, T, vocab, 1, d);
+  const bool span_qa = model.task() == EncoderModel::Task::SpanQA;
+  const int64_t label_range = span_qa ? T : model.num_labels();  // a span model's labels are start positions
+  std::vector<int32_t> label_ids(static_cast<size_t>(B));
+  for (int64_t i = 0; i < B; ++i) label_ids[static_cast<size_t>(i)] = static_cast<int32_t>(i % label_range);
+  const Tensor labels = Tensor::from_ids(label_ids, {B}, d);
+  Backend& be = backend(d);
+
+  auto step = [&]() {
+    model.zero_grad();
+    Tensor out = model.forward(in);  // (B, classes) or (B, T, 2)
+    if (span_qa) out = select(out, 2, 0);  // (B, T) start logits: half of the span loss
+    backward(cross_entropy(out, labels));
+    clip_grad_norm(model.parameters(), 1.f);
+    adamw.step(1e-4f);
+    be.synchronize();
+  };
+  const bool was_training = model.training();
+  model.train();
+  for (int64_t i = 0; i < warmup; ++i) step();
+  TrainingTiming timing;
+  const size_t allocs_before = be.system_allocations();
+  for (int64_t i = 0; i < steps; ++i) {
+    const auto t = Clock::now();
+    step();
+    timing.step_seconds.push_back(seconds_since(t));
+  }
+  timing.system_allocations = be.system_allocations() - allocs_before;
+  model.train(was_training);
+  return timing;
+}
 
 std::pair<double, double> forward_latency_percentiles_ms(EncoderModel& model, int64_t B, int64_t T, int64_t vocab,
                                                          int runs) {
@@ -103,34 +142,10 @@ int bench_command(const BenchOptions& opt) {
                            2.0 * static_cast<double>(B * model->d_model() * opt.classes);
   const double train_flops = 3.0 * fwd_flops;
 
-  NamedTensors params = model->named_parameters();
-  std::vector<bool> decay;
-  for (const auto& [n, t] : params) decay.push_back(t.ndim() >= 2);
-  AdamW adamw(params, decay, AdamWOptions{});
-  std::vector<int32_t> label_ids(static_cast<size_t>(B));
-  for (int64_t i = 0; i < B; ++i) label_ids[static_cast<size_t>(i)] = static_cast<int32_t>(i % opt.classes);
-  const Tensor labels = Tensor::from_ids(label_ids, {B}, d);
+  const TrainingTiming timing = time_training_steps(*model, B, T, opt.vocab, opt.warmup, opt.steps);
+  const std::vector<double>& step_s = timing.step_seconds;
+  const size_t steady_allocs = timing.system_allocations;
   const EncoderInput in = random_input(B, T, opt.vocab, 1, d);
-  Backend& be = backend(d);
-
-  auto train_step = [&]() {
-    model->zero_grad();
-    Tensor loss = cross_entropy(model->forward(in), labels);
-    backward(loss);
-    clip_grad_norm(model->parameters(), 1.f);
-    adamw.step(1e-4f);
-    be.synchronize();
-  };
-  model->train();
-  for (int64_t i = 0; i < opt.warmup; ++i) train_step();
-  const size_t allocs_before = be.system_allocations();
-  std::vector<double> step_s;
-  for (int64_t i = 0; i < opt.steps; ++i) {
-    const auto t = Clock::now();
-    train_step();
-    step_s.push_back(seconds_since(t));
-  }
-  const size_t steady_allocs = be.system_allocations() - allocs_before;
 
   model->eval();
   std::vector<double> infer_s, latency_s;
@@ -164,7 +179,7 @@ int bench_command(const BenchOptions& opt) {
       {"latency_b1_p50_ms", percentile(latency_s, 0.5) * 1e3}, {"latency_b1_p95_ms", percentile(latency_s, 0.95) * 1e3},
       {"sgemm_gflops", gemm}, {"train_vs_sgemm", train_flops / step / 1e9 / gemm},
       {"peak_rss_mb", static_cast<double>(ru.ru_maxrss) / 1024.0},
-      {"peak_device_mb", static_cast<double>(be.peak_bytes_in_use()) / 1048576.0},
+      {"peak_device_mb", static_cast<double>(backend(d).peak_bytes_in_use()) / 1048576.0},
       {"steady_state_system_allocations", steady_allocs}};
   if (opt.json) {
     std::cout << j.dump() << "\n";

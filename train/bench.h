@@ -22,6 +22,15 @@ int bench_command(const BenchOptions& opt);
 class EncoderModel;
 // Median wall time (ms) of an eval-mode forward pass over a batch of B random sequences of T tokens.
 double forward_latency_ms(EncoderModel& model, int64_t B, int64_t T, int64_t vocab, int runs);
+// Wall time (s) of each of `steps` training steps (forward, loss, backward, clipping, AdamW) on a synthetic batch of
+// B x T tokens after `warmup` untimed ones, and the system allocations the timed steps made. Changes the weights.
+struct TrainingTiming {
+  std::vector<double> step_seconds;
+  size_t system_allocations = 0;
+};
+TrainingTiming time_training_steps(EncoderModel& model, int64_t B, int64_t T, int64_t vocab, int64_t warmup,
+                                   int64_t steps);
+double median(std::vector<double> v);
 // p50 and p95 (ms) of the same, for latency tables.
 std::pair<double, double> forward_latency_percentiles_ms(EncoderModel& model, int64_t B, int64_t T, int64_t vocab,
                                                          int runs);

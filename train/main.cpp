@@ -232,6 +232,7 @@ int main(int argc, char** argv) {
   sweep->add_option("--head-dim", sargs.head_dim, "fixed head_dim instead of d_model / heads");
   sweep->add_option("--set", sargs.overrides, "override a config key in every run (repeatable)");
   sweep->add_option("--out", sargs.out_dir, "sweep directory (default sweeps/<config>)");
+  sweep->add_flag("--remeasure", sargs.remeasure, "time every finished run again, back to back, for the table");
 
   AttentionArgs aargs;
   auto* attention = app.add_subcommand("attention", "attention maps of a trained run for one input, as a PNG grid");

@@ -19,16 +19,13 @@ namespace hr {
 
 namespace {
 
-double median_step_ms(const std::string& metrics_path) {
-  std::ifstream f(metrics_path);
-  std::vector<double> v;
-  for (std::string line; std::getline(f, line);) {
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && j.contains("step_ms")) v.push_back(j["step_ms"].get<double>());
-  }
-  if (v.size() > 1) v.erase(v.begin());  // the first window includes warm-up
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
+// Timings of a finished run's model, all on synthetic batches of its own shape so that runs compare fairly: a
+// training step at the run's batch size and model.max_len, and eval-mode forward latency at batch 1 and 32.
+void measure_timings(LoadedRun& run, SweepResult& s) {
+  const int64_t T = run.model->max_len(), V = run.tokenizer->vocab().size();
+  s.latency_b1_ms = forward_latency_ms(*run.model, 1, T, V, 30);
+  s.latency_b32_ms = forward_latency_ms(*run.model, 32, T, V, 10);
+  s.step_ms = median(time_training_steps(*run.model, run.config.train.batch_size, T, V, 2, 8).step_seconds) * 1e3;
 }
 
 SweepResult measure_run(const std::string& dir, int64_t heads, int64_t head_dim, int64_t seed) {
@@ -42,10 +39,7 @@ SweepResult measure_run(const std::string& dir, int64_t heads, int64_t head_dim,
   s.parameters = run.model->num_parameters();
   s.metric = split + "_" + r.primary;
   s.value = r.primary_value();
-  s.step_ms = median_step_ms(dir + "/metrics.jsonl");
-  const int64_t T = run.model->max_len(), V = run.tokenizer->vocab().size();
-  s.latency_b1_ms = forward_latency_ms(*run.model, 1, T, V, 30);
-  s.latency_b32_ms = forward_latency_ms(*run.model, 32, T, V, 10);
+  measure_timings(run, s);
   return s;
 }
 
@@ -88,7 +82,7 @@ void write_sweep_report(const std::string& dir, const std::vector<SweepResult>& 
   csv << "heads,head_dim,parameters,seeds," << metric << "_mean," << metric
       << "_sd,train_ms_per_step,latency_b1_ms,latency_b32_ms\n";
   std::ofstream md(dir + "/results.md");
-  md << "| heads | head_dim | parameters | " << metric << " (mean ± sd, seeds) | train ms/step | latency b1 ms | "
+  md << "| heads | head_dim | parameters | " << metric << " (mean ± sd, seeds) | train step ms | latency b1 ms | "
      << "latency b32 ms |\n|---:|---:|---:|---:|---:|---:|---:|\n";
   PlotSeries acc{metric, {}, {}, {}}, lat1{"batch 1", {}, {}, {}}, lat32{"batch 32", {}, {}, {}};
   for (const auto& [h, runs] : by_heads) {
@@ -173,6 +167,16 @@ int sweep_command(const SweepArgs& args) {
       SweepResult r = measure_run(run, h, hd, seed);
       std::ofstream(result_path) << to_json(r).dump(2) << "\n";
       results.push_back(r);
+    }
+  }
+  if (args.remeasure) {
+    // timings taken while other work shared the machine are not comparable: take them all again, back to back
+    for (SweepResult& r : results) {
+      const std::string run = dir + "/heads" + std::to_string(r.heads) + "-seed" + std::to_string(r.seed);
+      std::cout << "sweep: timing " << run << std::endl;
+      LoadedRun loaded = load_run(run, "best", false);
+      measure_timings(loaded, r);
+      std::ofstream(run + "/result.json") << to_json(r).dump(2) << "\n";
     }
   }
   write_sweep_report(dir, results);
