@@ -124,7 +124,9 @@ class CpuBackend final : public Backend {
   }
   void dropout(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t offset) override {
     HR_CHECK(p >= 0.f && p < 1.f, "dropout: probability " + std::to_string(p) + " outside [0, 1)");
-    parallel_for(n, 4, [&](int64_t b, int64_t e) {
+    const uint32_t threshold = math::dropout_threshold(p);
+    const float keep = 1.f / (1.f - p);
+    parallel_for(n, 2, [&](int64_t b, int64_t e) {
       // runs of elements whose counters share the high word: one key each, and a 32-bit loop that vectorises
       for (int64_t i = b; i < e;) {
         const uint64_t c = offset + static_cast<uint64_t>(i);
@@ -132,7 +134,8 @@ class CpuBackend final : public Backend {
         const uint32_t key = math::dropout_key(seed, c >> 32), low = static_cast<uint32_t>(c);
         const float* xi = x + i;
         float* yi = y + i;
-        for (int64_t j = 0; j < run; ++j) yi[j] = xi[j] * math::dropout_scale(key, low + static_cast<uint32_t>(j), p);
+        for (int64_t j = 0; j < run; ++j)
+          yi[j] = math::dropout_bits(key, low + static_cast<uint32_t>(j)) >= threshold ? xi[j] * keep : 0.f;
         i += run;
       }
     });

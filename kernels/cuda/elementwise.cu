@@ -18,8 +18,14 @@ __global__ void uniform_kernel(float* x, int64_t n, uint64_t seed, uint64_t offs
   HR_GRID_STRIDE(i, n) x[i] = math::uniform01(seed, offset + static_cast<uint64_t>(i));
 }
 
-__global__ void dropout_kernel(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t offset) {
-  HR_GRID_STRIDE(i, n) y[i] = x[i] * math::dropout_scale(seed, offset + static_cast<uint64_t>(i), p);
+// the CPU backend's loop, element by element: a dropped element is 0 even where x is not finite
+__global__ void dropout_kernel(const float* x, float* y, int64_t n, uint32_t threshold, float keep, uint64_t seed,
+                               uint64_t offset) {
+  HR_GRID_STRIDE(i, n) {
+    const uint64_t c = offset + static_cast<uint64_t>(i);
+    const uint32_t bits = math::dropout_bits(math::dropout_key(seed, c >> 32), static_cast<uint32_t>(c));
+    y[i] = bits >= threshold ? x[i] * keep : 0.f;
+  }
 }
 
 // C viewed as (batch * M, N) rows; row r lives at (r / M) * strideC + (r % M) * ldc
@@ -84,7 +90,8 @@ void uniform(float* x, int64_t n, uint64_t seed, uint64_t offset, cudaStream_t s
 
 void dropout(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t offset, cudaStream_t stream) {
   if (n <= 0) return;
-  dropout_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, n, p, seed, offset);
+  dropout_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, n, math::dropout_threshold(p), 1.f / (1.f - p), seed,
+                                                       offset);
   HR_CUDA_CHECK_LAUNCH();
 }
 

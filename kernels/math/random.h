@@ -36,14 +36,12 @@ HR_HD uint32_t fmix32(uint32_t z) {
   return z ^ (z >> 16);
 }
 
-// the scale of element (key, low word) of an inverted dropout: 1/(1-p) with probability 1-p, else 0
-HR_HD float dropout_scale(uint32_t key, uint32_t counter_low, float p) {
-  const uint32_t bits = fmix32(fmix32(counter_low ^ key) + key) >> 8;  // 24 bits
-  return (static_cast<float>(bits) + 0.5f) * (1.0f / 16777216.0f) >= p ? 1.f / (1.f - p) : 0.f;
-}
+// Element (key, low word) of an inverted dropout is kept, and scaled by 1/(1-p), iff its 24 hash bits reach
+// dropout_threshold(p): probability 1 - ceil(p 2^24) / 2^24. Integer compares keep the loop vectorised and exact.
+HR_HD uint32_t dropout_threshold(float p) { return static_cast<uint32_t>(ceilf(p * 16777216.0f)); }
 
-HR_HD float dropout_scale(uint64_t seed, uint64_t counter, float p) {
-  return dropout_scale(dropout_key(seed, counter >> 32), static_cast<uint32_t>(counter), p);
+HR_HD uint32_t dropout_bits(uint32_t key, uint32_t counter_low) {
+  return fmix32(fmix32(counter_low ^ key) + key) >> 8;  // 24 bits
 }
 
 }  // namespace hr::math
