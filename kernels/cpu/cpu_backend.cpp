@@ -91,6 +91,18 @@ constexpr int64_t kOneDnnEltwiseMin = 4096;
 // Column blocks for reductions over rows: each block belongs to one thread, so sums are race-free and ordered.
 constexpr int64_t kColumnBlock = 64;
 
+// Loops with everything in arguments: inside an OpenMP region, a loop that reads its constants through a lambda's
+// captures is not vectorised (they might alias the output), and these are several times faster vectorised.
+void dropout_run(const float* x, float* y, int64_t n, uint32_t key, uint32_t low, uint32_t threshold, float keep) {
+  for (int64_t j = 0; j < n; ++j)
+    y[j] = x[j] * (math::dropout_bits(key, low + static_cast<uint32_t>(j)) >= threshold ? keep : 0.f);
+}
+
+void adamw_run(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1, float beta2, float eps,
+               float wd, float bc1, float bc2) {
+  for (int64_t i = 0; i < n; ++i) math::adamw_update(p[i], g[i], m[i], v[i], lr, beta1, beta2, eps, wd, bc1, bc2);
+}
+
 class CpuBackend final : public Backend {
  public:
   CpuBackend() : matmul_(allocator_) {}
@@ -127,15 +139,11 @@ class CpuBackend final : public Backend {
     const uint32_t threshold = math::dropout_threshold(p);
     const float keep = 1.f / (1.f - p);
     parallel_for(n, 2, [&](int64_t b, int64_t e) {
-      // runs of elements whose counters share the high word: one key each, and a 32-bit loop that vectorises
+      // runs of elements whose counters share the high word: one key each
       for (int64_t i = b; i < e;) {
         const uint64_t c = offset + static_cast<uint64_t>(i);
         const int64_t run = std::min<int64_t>(e - i, static_cast<int64_t>((uint64_t{1} << 32) - (c & 0xFFFFFFFFu)));
-        const uint32_t key = math::dropout_key(seed, c >> 32), low = static_cast<uint32_t>(c);
-        const float* xi = x + i;
-        float* yi = y + i;
-        for (int64_t j = 0; j < run; ++j)
-          yi[j] = math::dropout_bits(key, low + static_cast<uint32_t>(j)) >= threshold ? xi[j] * keep : 0.f;
+        dropout_run(x + i, y + i, run, math::dropout_key(seed, c >> 32), static_cast<uint32_t>(c), threshold, keep);
         i += run;
       }
     });
@@ -420,9 +428,8 @@ class CpuBackend final : public Backend {
     for (int k = 0; k < count; ++k) {
       const AdamWSlot& s = slots[k];
       parallel_for(s.n, 8, [&](int64_t i0, int64_t i1) {
-        for (int64_t i = i0; i < i1; ++i)
-          math::adamw_update(s.param[i], s.grad[i], s.m[i], s.v[i], h.lr * s.lr_scale, h.beta1, h.beta2, h.eps,
-                             s.weight_decay, bc1, bc2);
+        adamw_run(s.param + i0, s.grad + i0, s.m + i0, s.v + i0, i1 - i0, h.lr * s.lr_scale, h.beta1, h.beta2, h.eps,
+                  s.weight_decay, bc1, bc2);
       });
     }
   }

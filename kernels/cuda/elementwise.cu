@@ -18,13 +18,13 @@ __global__ void uniform_kernel(float* x, int64_t n, uint64_t seed, uint64_t offs
   HR_GRID_STRIDE(i, n) x[i] = math::uniform01(seed, offset + static_cast<uint64_t>(i));
 }
 
-// the CPU backend's loop, element by element: a dropped element is 0 even where x is not finite
+// the CPU backend's loop, element by element
 __global__ void dropout_kernel(const float* x, float* y, int64_t n, uint32_t threshold, float keep, uint64_t seed,
                                uint64_t offset) {
   HR_GRID_STRIDE(i, n) {
     const uint64_t c = offset + static_cast<uint64_t>(i);
     const uint32_t bits = math::dropout_bits(math::dropout_key(seed, c >> 32), static_cast<uint32_t>(c));
-    y[i] = bits >= threshold ? x[i] * keep : 0.f;
+    y[i] = x[i] * (bits >= threshold ? keep : 0.f);
   }
 }
 

@@ -10,3 +10,12 @@
 
 #include <cmath>
 #include <cstdint>
+
+// HR_SIMD_SUM(a, b): the next loop is a sum reduction over a and b that may be vectorised (OpenMP simd: partial sums
+// per lane, a fixed order for a given build). Without it GCC keeps float sums sequential and the loop scalar.
+#define HR_PRAGMA(x) _Pragma(#x)
+#if defined(_OPENMP) && !defined(__CUDA_ARCH__)
+#define HR_SIMD_SUM(...) HR_PRAGMA(omp simd reduction(+ : __VA_ARGS__))
+#else
+#define HR_SIMD_SUM(...)
+#endif

@@ -27,6 +27,7 @@ HR_HD void softmax_row(const float* x, const float* mask, float* y, int64_t n, f
 // gx (+)= scale * y * (gy - <gy, y>)
 HR_HD void softmax_backward_row(const float* y, const float* gy, float* gx, int64_t n, float scale, bool accumulate) {
   float dot = 0.f;
+  HR_SIMD_SUM(dot)
   for (int64_t j = 0; j < n; ++j) dot += gy[j] * y[j];
   for (int64_t j = 0; j < n; ++j) {
     const float g = scale * y[j] * (gy[j] - dot);
@@ -58,9 +59,11 @@ HR_HD void log_softmax_backward_row(const float* y, const float* gy, float* gx, 
 HR_HD void layer_norm_row(const float* x, const float* gamma, const float* beta, float* y, float* mean_out,
                           float* rstd_out, int64_t n, float eps) {
   float mean = 0.f;
+  HR_SIMD_SUM(mean)
   for (int64_t j = 0; j < n; ++j) mean += x[j];
   mean /= static_cast<float>(n);
   float var = 0.f;
+  HR_SIMD_SUM(var)
   for (int64_t j = 0; j < n; ++j) {
     const float d = x[j] - mean;
     var += d * d;
@@ -77,6 +80,7 @@ HR_HD void layer_norm_row(const float* x, const float* gamma, const float* beta,
 HR_HD void layer_norm_backward_row(const float* x, const float* gamma, float mean, float rstd, const float* gy,
                                    float* gx, int64_t n, bool accumulate) {
   float mg = 0.f, mgx = 0.f;
+  HR_SIMD_SUM(mg, mgx)
   for (int64_t j = 0; j < n; ++j) {
     const float g = gy[j] * gamma[j];
     mg += g;
