@@ -24,6 +24,7 @@
 #include "models/head_gates.h"
 #include "models/layer_registry.h"
 #include "tests/gradcheck.h"
+#include "train/bench.h"
 
 using namespace hr;
 using hr::testing::fixture;
@@ -616,4 +617,17 @@ model:
   INFO("loss " << losses.front() << " -> " << losses.back());
   CHECK(accuracy(*model, in, labels) >= 0.95);
   CHECK(accuracy(*model, held, held_labels) >= 0.90);
+}
+
+TEST_CASE("bench timings: steady-state training steps make no new system allocation, classifier and span QA") {
+  for (const std::string type : {"encoder_classifier", "encoder_span_qa"}) {
+    CAPTURE(type);
+    auto model = model_from_yaml("model:\n  type: " + type + "\n  d_model: 16\n  max_len: 12\n  dropout: 0.1\n"
+                                 "  layers:\n    - attention: {heads: 2, head_dim: 8, gates: {type: l0}}\n"
+                                 "    - attention: {heads: 3, head_dim: 4, talking_heads: true}\n");
+    const TrainingTiming t = time_training_steps(*model, 4, 12, 20, 2, 4);
+    CHECK(t.step_seconds.size() == 4);
+    CHECK(t.system_allocations == 0);
+    CHECK(forward_latency_ms(*model, 2, 12, 20, 2) > 0);  // the sweep's timing of a QA run needs segment ids too
+  }
 }

@@ -48,7 +48,8 @@ double sgemm_gflops(Device d, int64_t M, int64_t N, int64_t K) {
   return median(rates);
 }
 
-EncoderInput random_input(int64_t B, int64_t T, int64_t vocab, uint64_t seed, Device d) {
+// B random sequences of T tokens for `model`; a model with segment embeddings (QA) gets a question-and-context split
+EncoderInput random_input(const EncoderModel& model, int64_t B, int64_t T, int64_t vocab, uint64_t seed) {
   std::vector<std::vector<int32_t>> rows(static_cast<size_t>(B), std::vector<int32_t>(static_cast<size_t>(T)));
   uint64_t s = seed;
   for (auto& r : rows)
@@ -56,7 +57,10 @@ EncoderInput random_input(int64_t B, int64_t T, int64_t vocab, uint64_t seed, De
       s = s * 6364136223846793005ull + 1442695040888963407ull;
       id = static_cast<int32_t>((s >> 33) % static_cast<uint64_t>(vocab));
     }
-  return make_encoder_input(rows, 0, d);
+  if (model.segments() == 0) return make_encoder_input(rows, 0, model.device());
+  std::vector<std::vector<int32_t>> segments(static_cast<size_t>(B), std::vector<int32_t>(static_cast<size_t>(T), 0));
+  for (auto& r : segments) std::fill(r.begin() + T / 4, r.end(), std::min<int32_t>(1, model.segments() - 1));
+  return make_encoder_input(rows, 0, model.device(), &segments);
 }
 
 }  // namespace
@@ -73,7 +77,7 @@ TrainingTiming time_training_steps(EncoderModel& model, int64_t B, int64_t T, in
   std::vector<bool> decay;
   for (const auto& [n, t] : params) decay.push_back(t.ndim() >= 2);
   AdamW adamw(params, decay, AdamWOptions{});
-  const EncoderInput in = random_input(B, T, vocab, 1, d);
+  const EncoderInput in = random_input(model, B, T, vocab, 1);
   const bool span_qa = model.task() == EncoderModel::Task::SpanQA;
   const int64_t label_range = span_qa ? T : model.num_labels();  // a span model's labels are start positions
   std::vector<int32_t> label_ids(static_cast<size_t>(B));
@@ -107,8 +111,7 @@ TrainingTiming time_training_steps(EncoderModel& model, int64_t B, int64_t T, in
 
 std::pair<double, double> forward_latency_percentiles_ms(EncoderModel& model, int64_t B, int64_t T, int64_t vocab,
                                                          int runs) {
-  const Device d = model.device();
-  const EncoderInput in = random_input(B, T, vocab, 3, d);
+  const EncoderInput in = random_input(model, B, T, vocab, 3);
   const bool was_training = model.training();
   model.eval();
   NoGradGuard ng;
@@ -145,7 +148,7 @@ int bench_command(const BenchOptions& opt) {
   const TrainingTiming timing = time_training_steps(*model, B, T, opt.vocab, opt.warmup, opt.steps);
   const std::vector<double>& step_s = timing.step_seconds;
   const size_t steady_allocs = timing.system_allocations;
-  const EncoderInput in = random_input(B, T, opt.vocab, 1, d);
+  const EncoderInput in = random_input(*model, B, T, opt.vocab, 1);
 
   model->eval();
   std::vector<double> infer_s, latency_s;
@@ -156,7 +159,7 @@ int bench_command(const BenchOptions& opt) {
       model->forward(in).to_vector();
       if (i >= opt.warmup) infer_s.push_back(seconds_since(t));
     }
-    const EncoderInput one = random_input(1, T, opt.vocab, 2, d);
+    const EncoderInput one = random_input(*model, 1, T, opt.vocab, 2);
     for (int64_t i = 0; i < opt.latency_runs + 5; ++i) {
       const auto t = Clock::now();
       model->forward(one).to_vector();
