@@ -23,9 +23,9 @@ namespace {
 // training step at the run's batch size and model.max_len, and eval-mode forward latency at batch 1 and 32.
 void measure_timings(LoadedRun& run, SweepResult& s) {
   const int64_t T = run.model->max_len(), V = run.tokenizer->vocab().size();
-  s.latency_b1_ms = forward_latency_ms(*run.model, 1, T, V, 30);
-  s.latency_b32_ms = forward_latency_ms(*run.model, 32, T, V, 10);
-  s.step_ms = median(time_training_steps(*run.model, run.config.train.batch_size, T, V, 2, 8).step_seconds) * 1e3;
+  s.latency_b1_ms = forward_latency_ms(*run.model, 1, T, V, 100);
+  s.latency_b32_ms = forward_latency_ms(*run.model, 32, T, V, 30);
+  s.step_ms = median(time_training_steps(*run.model, run.config.train.batch_size, T, V, 3, 20).step_seconds) * 1e3;
 }
 
 SweepResult measure_run(const std::string& dir, int64_t heads, int64_t head_dim, int64_t seed) {
