@@ -8,6 +8,12 @@
 
 namespace hr {
 
+std::vector<bool> matrix_decay_flags(const NamedTensors& params) {
+  std::vector<bool> d;
+  for (const auto& [name, t] : params) d.push_back(t.ndim() >= 2);
+  return d;
+}
+
 AdamW::AdamW(NamedTensors params, std::vector<bool> decay, AdamWOptions opt, std::vector<float> lr_scale)
     : params_(std::move(params)), decay_(std::move(decay)), lr_scale_(std::move(lr_scale)), opt_(opt) {
   HR_CHECK(decay_.size() == params_.size(), "AdamW: one decay flag per parameter");

@@ -16,6 +16,9 @@ struct AdamWOptions {
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.01f;
 };
 
+// Weight decay for matrices only: no decay on biases, LayerNorm and gate parameters (all 1-d).
+std::vector<bool> matrix_decay_flags(const NamedTensors& params);
+
 class AdamW {
  public:
   // `decay[i]` says whether params[i] gets weight decay (the trainer exempts biases, LayerNorm and gates);

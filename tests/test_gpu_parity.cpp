@@ -366,10 +366,8 @@ StepResult train_step(EncoderModel& model, Device d) {
                                                   {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}};
   const EncoderInput in = make_encoder_input(rows, 0, d);
   const Tensor labels = Tensor::from_ids({3, -100, 1}, {3}, d);
-  NamedTensors params = model.named_parameters();
-  std::vector<bool> decay;
-  for (const auto& [n, t] : params) decay.push_back(t.ndim() >= 2);
-  AdamW adamw(params, decay, AdamWOptions{});
+  const NamedTensors params = model.named_parameters();
+  AdamW adamw(params, matrix_decay_flags(params), AdamWOptions{});
   for (const auto& [n, m] : adamw.state()) CHECK(m.device() == d);
 
   manual_seed(99);  // the same dropout masks and gate noise on both devices

@@ -73,10 +73,8 @@ double median(std::vector<double> v) {
 TrainingTiming time_training_steps(EncoderModel& model, int64_t B, int64_t T, int64_t vocab, int64_t warmup,
                                    int64_t steps) {
   const Device d = model.device();
-  NamedTensors params = model.named_parameters();
-  std::vector<bool> decay;
-  for (const auto& [n, t] : params) decay.push_back(t.ndim() >= 2);
-  AdamW adamw(params, decay, AdamWOptions{});
+  const NamedTensors params = model.named_parameters();
+  AdamW adamw(params, matrix_decay_flags(params), AdamWOptions{});
   const EncoderInput in = random_input(model, B, T, vocab, 1);
   const bool span_qa = model.task() == EncoderModel::Task::SpanQA;
   const int64_t label_range = span_qa ? T : model.num_labels();  // a span model's labels are start positions

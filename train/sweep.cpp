@@ -19,6 +19,10 @@ namespace hr {
 
 namespace {
 
+std::string run_dir(const std::string& sweep_dir, int64_t heads, int64_t seed) {
+  return sweep_dir + "/heads" + std::to_string(heads) + "-seed" + std::to_string(seed);
+}
+
 // Timings of a finished run's model, all on synthetic batches of its own shape so that runs compare fairly: a
 // training step at the run's batch size and model.max_len, and eval-mode forward latency at batch 1 and 32.
 void measure_timings(LoadedRun& run, SweepResult& s) {
@@ -138,7 +142,7 @@ int sweep_command(const SweepArgs& args) {
       hd = d_model / h;
     }
     for (int64_t seed = 0; seed < args.seeds; ++seed) {
-      const std::string run = dir + "/heads" + std::to_string(h) + "-seed" + std::to_string(seed);
+      const std::string run = run_dir(dir, h, seed);
       const std::string result_path = run + "/result.json";
       if (fs::exists(result_path)) {
         std::ifstream f(result_path);
@@ -172,7 +176,7 @@ int sweep_command(const SweepArgs& args) {
   if (args.remeasure) {
     // timings taken while other work shared the machine are not comparable: take them all again, back to back
     for (SweepResult& r : results) {
-      const std::string run = dir + "/heads" + std::to_string(r.heads) + "-seed" + std::to_string(r.seed);
+      const std::string run = run_dir(dir, r.heads, r.seed);
       std::cout << "sweep: timing " << run << std::endl;
       LoadedRun loaded = load_run(run, "best", false);
       measure_timings(loaded, r);

@@ -100,13 +100,6 @@ std::vector<std::vector<int64_t>> epoch_batches(const Task& task, int64_t epoch,
   return out;
 }
 
-// Weight decay for matrices only: no decay on biases, LayerNorm and gate parameters (all 1-d).
-std::vector<bool> decay_flags(const NamedTensors& params) {
-  std::vector<bool> d;
-  for (const auto& [name, t] : params) d.push_back(t.ndim() >= 2);
-  return d;
-}
-
 // train.gate_lr: the gates' log_alpha may need to travel several units in a short fine-tuning run, far more than the
 // weights, so they get their own peak learning rate on the same schedule.
 std::vector<float> lr_scales(const NamedTensors& params, const TrainOptions& t) {
@@ -241,7 +234,8 @@ int train_command(const TrainArgs& args) {
   if (auto* qa = dynamic_cast<QaTask*>(task.get())) qa->set_predictions_dir(dir);
 
   NamedTensors params = model->named_parameters();
-  AdamW adamw(params, decay_flags(params), AdamWOptions{0.9f, 0.999f, 1e-8f, t.weight_decay}, lr_scales(params, t));
+  AdamW adamw(params, matrix_decay_flags(params), AdamWOptions{0.9f, 0.999f, 1e-8f, t.weight_decay},
+              lr_scales(params, t));
   std::unique_ptr<SGD> sgd;
   if (t.optimizer == "sgd") sgd = std::make_unique<SGD>(model->parameters(), 0.9f, t.weight_decay);
 
