@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <streambuf>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 
 namespace hr {
 namespace {

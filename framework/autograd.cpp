@@ -1,6 +1,6 @@
 #include "framework/autograd.h"
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "framework/ops.h"
 
 namespace hr {

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 
 namespace hr {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "framework/autograd.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "framework/ops.h"
 
 namespace hr {

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/atomic_file.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 
 namespace hr {
 namespace {

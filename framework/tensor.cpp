@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "framework/autograd.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 
 namespace hr {
 

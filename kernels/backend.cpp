@@ -1,14 +1,12 @@
 #include "kernels/backend.h"
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "kernels/cpu/cpu_backend.h"
 #ifdef HR_WITH_CUDA
 #include "kernels/cuda/cuda_backend.h"
 #endif
 
 namespace hr {
-
-const char* device_name(Device d) { return d == Device::CPU ? "cpu" : "cuda"; }
 
 bool cuda_available() {
 #ifdef HR_WITH_CUDA

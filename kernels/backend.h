@@ -10,10 +10,9 @@
 #include <cstdint>
 #include <string>
 
-namespace hr {
+#include "kernels/base/device.h"
 
-enum class Device : uint8_t { CPU = 0, CUDA = 1 };
-const char* device_name(Device d);
+namespace hr {
 
 constexpr int kMaxDims = 6;
 

@@ -1,6 +1,6 @@
 #include "models/encoder_model.h"
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "framework/ops.h"
 #include "models/layer_registry.h"
 

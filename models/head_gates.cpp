@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "framework/autograd.h"
 #include "framework/ops.h"
 

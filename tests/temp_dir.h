@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 
 namespace hr::testing {
 

@@ -2,7 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "framework/autograd.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "framework/ops.h"
 
 using namespace hr;

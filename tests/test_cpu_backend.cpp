@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_allocator.h"
 #include "kernels/cpu/cpu_backend.h"

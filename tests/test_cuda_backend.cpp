@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/caching_allocator.h"

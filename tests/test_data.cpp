@@ -12,7 +12,7 @@
 #include <random>
 
 #include "tests/shared_files.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "train/data/classification_data.h"
 #include "train/data/squad_data.h"
 #include "train/data/squad_metric.h"

@@ -21,7 +21,7 @@
 
 #include "framework/autograd.h"
 #include "framework/config.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "framework/ops.h"
 #include "framework/optim.h"
 #include "framework/random.h"

@@ -24,7 +24,7 @@
 #include "models/head_gates.h"
 #include "models/layer_registry.h"
 #include "tests/gradcheck.h"
-#include "train/bench.h"
+#include "train/tools/bench.h"
 
 using namespace hr;
 using hr::testing::fixture;

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "framework/autograd.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "framework/ops.h"
 #include "framework/random.h"
 #include "tests/gradcheck.h"

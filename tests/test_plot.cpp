@@ -10,8 +10,8 @@
 #include <limits>
 
 #include "tests/temp_dir.h"
-#include "framework/error.h"
-#include "train/plot.h"
+#include "kernels/base/error.h"
+#include "train/tools/plot.h"
 
 namespace fs = std::filesystem;
 using namespace hr;

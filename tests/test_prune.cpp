@@ -7,12 +7,12 @@
 #include <random>
 
 #include "framework/autograd.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "framework/ops.h"
 #include "models/encoder_layer.h"
-#include "train/checkpoint.h"
-#include "train/head_importance.h"
-#include "train/prune.h"
+#include "train/run/checkpoint.h"
+#include "train/tools/head_importance.h"
+#include "train/tools/prune.h"
 
 using namespace hr;
 

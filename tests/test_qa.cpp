@@ -20,7 +20,7 @@
 #include "models/encoder_model.h"
 #include "train/data/squad_metric.h"
 #include "train/data/utf8_codepoints.h"
-#include "train/qa_task.h"
+#include "train/tasks/qa_task.h"
 #include "train/tokenizer/wordpiece_trainer.h"
 
 using namespace hr;

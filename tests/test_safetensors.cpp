@@ -13,7 +13,7 @@
 #include "tests/shared_files.h"
 #include "tests/temp_dir.h"
 #include "framework/atomic_file.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "framework/safetensors.h"
 
 namespace fs = std::filesystem;

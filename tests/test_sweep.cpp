@@ -6,8 +6,8 @@
 
 #include <sstream>
 
-#include "train/plot.h"
-#include "train/sweep.h"
+#include "train/tools/plot.h"
+#include "train/tools/sweep.h"
 #include "tests/tiny_run.h"
 
 using namespace hr;

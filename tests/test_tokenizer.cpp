@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "tests/shared_files.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "train/tokenizer/tokenizer.h"
 #include "train/tokenizer/utf8.h"
 #include "train/tokenizer/wordpiece_trainer.h"

@@ -23,8 +23,8 @@
 #include "framework/config.h"
 #include "framework/safetensors.h"
 #include "models/encoder_model.h"
-#include "train/checkpoint.h"
-#include "train/classification_task.h"
+#include "train/run/checkpoint.h"
+#include "train/tasks/classification_task.h"
 #include "tests/tiny_run.h"
 
 namespace fs = std::filesystem;

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "tests/temp_dir.h"
 
 namespace hr::testing {

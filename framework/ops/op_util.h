@@ -2,7 +2,7 @@
 #pragma once
 
 #include "framework/autograd.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "framework/ops.h"
 
 namespace hr::detail {

@@ -6,7 +6,7 @@
 #include <string>
 #include <type_traits>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "kernels/cpu/cpu_allocator.h"
 #include "kernels/cpu/cpu_parallel.h"
 #include "kernels/cpu/cpu_sum_to.h"

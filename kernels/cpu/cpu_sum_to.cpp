@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "kernels/cpu/cpu_parallel.h"
 #include "kernels/cpu/strided_runs.h"
 

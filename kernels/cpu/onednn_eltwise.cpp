@@ -1,6 +1,6 @@
 #include "kernels/cpu/onednn_eltwise.h"
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 
 namespace hr {
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "kernels/cpu/cpu_parallel.h"
 #include "kernels/math/random.h"
 

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 
 namespace hr::cuda {
 

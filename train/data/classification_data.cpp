@@ -3,7 +3,7 @@
 #include <limits>
 #include <string_view>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "train/data/data_file.h"
 #include "train/data/delimited_records.h"
 #include "train/data/located_json.h"

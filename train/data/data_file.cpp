@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 
 namespace hr {
 

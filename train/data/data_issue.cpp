@@ -1,6 +1,6 @@
 #include "train/data/data_issue.h"
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 
 namespace hr {
 

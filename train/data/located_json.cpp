@@ -3,7 +3,7 @@
 #include <iterator>
 #include <vector>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 
 namespace hr {
 

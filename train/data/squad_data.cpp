@@ -5,7 +5,7 @@
 #include <string_view>
 #include <unordered_set>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "train/data/located_json.h"
 #include "train/data/utf8_codepoints.h"
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "train/data/utf8_codepoints.h"
 
 namespace hr {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 
 namespace hr {
 

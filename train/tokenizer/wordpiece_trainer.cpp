@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "train/tokenizer/utf8.h"
 
 namespace hr {

@@ -1,5 +1,6 @@
 // The project's error types. Errors a user can cause (bad config, bad data, bad checkpoint, misuse of the API) are
 // exceptions with a message that names the file, line, key or step; the binaries turn them into an exit code.
+// kernels/base/ is below kernels/ and framework/, so both include this without an upward arrow.
 #pragma once
 
 #include <stdexcept>

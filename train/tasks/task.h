@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "models/encoder_model.h"
 
 namespace hr {

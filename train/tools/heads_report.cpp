@@ -1,4 +1,4 @@
-#include "train/heads_report.h"
+#include "train/tools/heads_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <iostream>
 #include <limits>
 
-#include "framework/error.h"
-#include "train/trainer.h"
+#include "kernels/base/error.h"
+#include "train/run/trainer.h"
 
 namespace hr {
 

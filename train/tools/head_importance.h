@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "models/encoder_model.h"
-#include "train/task.h"
+#include "train/tasks/task.h"
 
 namespace hr {
 

@@ -1,4 +1,4 @@
-#include "train/info.h"
+#include "train/tools/info.h"
 
 #include <cstdio>
 

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "models/encoder_model.h"
-#include "train/checkpoint.h"
-#include "train/run_config.h"
-#include "train/task.h"
+#include "train/run/checkpoint.h"
+#include "train/run/run_config.h"
+#include "train/tasks/task.h"
 #include "train/tokenizer/tokenizer.h"
 
 namespace hr {

@@ -1,4 +1,4 @@
-#include "train/trainer.h"
+#include "train/run/trainer.h"
 
 #include <unistd.h>
 
@@ -14,12 +14,12 @@
 #include <random>
 
 #include "framework/autograd.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "framework/ops.h"
 #include "framework/random.h"
-#include "train/classification_task.h"
-#include "train/prune.h"
-#include "train/qa_task.h"
+#include "train/tasks/classification_task.h"
+#include "train/tools/prune.h"
+#include "train/tasks/qa_task.h"
 #include "train/tokenizer/wordpiece_trainer.h"
 
 namespace fs = std::filesystem;

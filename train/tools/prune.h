@@ -10,7 +10,7 @@
 
 #include "framework/config.h"
 #include "models/encoder_model.h"
-#include "train/head_importance.h"
+#include "train/tools/head_importance.h"
 
 namespace hr {
 

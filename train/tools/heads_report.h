@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "train/plot.h"
-#include "train/prune.h"
+#include "train/tools/plot.h"
+#include "train/tools/prune.h"
 
 namespace hr {
 

@@ -1,12 +1,12 @@
-#include "train/attention_maps.h"
+#include "train/tools/attention_maps.h"
 
 #include <iostream>
 
 #include "framework/autograd.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "models/encoder_layer.h"
-#include "train/plot.h"
-#include "train/trainer.h"
+#include "train/tools/plot.h"
+#include "train/run/trainer.h"
 
 namespace hr {
 

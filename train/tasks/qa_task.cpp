@@ -1,4 +1,4 @@
-#include "train/qa_task.h"
+#include "train/tasks/qa_task.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "framework/autograd.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "framework/ops.h"
 #include "train/data/squad_metric.h"
 #include "train/data/utf8_codepoints.h"

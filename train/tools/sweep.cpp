@@ -1,4 +1,4 @@
-#include "train/sweep.h"
+#include "train/tools/sweep.h"
 
 #include <cmath>
 #include <filesystem>
@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "framework/error.h"
-#include "train/bench.h"
-#include "train/plot.h"
-#include "train/trainer.h"
+#include "kernels/base/error.h"
+#include "train/tools/bench.h"
+#include "train/tools/plot.h"
+#include "train/run/trainer.h"
 
 namespace fs = std::filesystem;
 

@@ -1,8 +1,8 @@
-#include "train/checkpoint.h"
+#include "train/run/checkpoint.h"
 
 #include <map>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "framework/safetensors.h"
 
 namespace hr {

@@ -6,8 +6,8 @@
 #include <optional>
 
 #include "train/data/squad_data.h"
-#include "train/run_config.h"
-#include "train/task.h"
+#include "train/run/run_config.h"
+#include "train/tasks/task.h"
 #include "train/tokenizer/tokenizer.h"
 
 namespace hr {

@@ -1,9 +1,9 @@
-#include "train/head_importance.h"
+#include "train/tools/head_importance.h"
 
 #include <cmath>
 
 #include "framework/autograd.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "framework/ops.h"
 #include "models/encoder_layer.h"
 

@@ -1,11 +1,11 @@
-#include "train/classification_task.h"
+#include "train/tasks/classification_task.h"
 
 #include <algorithm>
 #include <iostream>
 #include <numeric>
 
 #include "framework/autograd.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "framework/ops.h"
 
 namespace hr {

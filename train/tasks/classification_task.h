@@ -7,8 +7,8 @@
 
 #include "train/data/classification_data.h"
 #include "train/data/label_set.h"
-#include "train/run_config.h"
-#include "train/task.h"
+#include "train/run/run_config.h"
+#include "train/tasks/task.h"
 #include "train/tokenizer/tokenizer.h"
 
 namespace hr {

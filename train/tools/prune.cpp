@@ -1,4 +1,4 @@
-#include "train/prune.h"
+#include "train/tools/prune.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/autograd.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "models/encoder_layer.h"
-#include "train/checkpoint.h"
-#include "train/trainer.h"
+#include "train/run/checkpoint.h"
+#include "train/run/trainer.h"
 
 namespace fs = std::filesystem;
 

@@ -1,4 +1,4 @@
-#include "train/run_config.h"
+#include "train/run/run_config.h"
 
 #include <filesystem>
 

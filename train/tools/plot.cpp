@@ -1,4 +1,4 @@
-#include "train/plot.h"
+#include "train/tools/plot.h"
 
 #include <cairo.h>
 
@@ -9,7 +9,7 @@
 #include <memory>
 #include <numbers>
 
-#include "framework/error.h"
+#include "kernels/base/error.h"
 
 namespace hr {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/bench.h"
+#include "train/tools/bench.h"
 
 #include <sys/resource.h>
 
@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/autograd.h"
-#include "framework/error.h"
+#include "kernels/base/error.h"
 #include "framework/ops.h"
 #include "framework/optim.h"
 #include "framework/random.h"
 #include "models/encoder_model.h"
-#include "train/run_config.h"
+#include "train/run/run_config.h"
 
 namespace hr {
 

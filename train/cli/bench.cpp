@@ -1,0 +1,24 @@
+// headroom bench CONFIG
+#include <memory>
+
+#include "train/cli/command.h"
+#include "train/tools/bench.h"
+
+namespace hr {
+
+Command add_bench_command(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  auto* cmd = app.add_subcommand("bench", "time training steps and inference on synthetic batches; sgemm rate");
+  cmd->add_option("config", o->config, "config (YAML)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--set", o->overrides, "override a config key (repeatable)");
+  cmd->add_option("--batch", o->batch, "batch size")->check(CLI::PositiveNumber);
+  cmd->add_option("--seq-len", o->seq_len, "sequence length (default model.max_len)");
+  cmd->add_option("--vocab", o->vocab, "vocabulary size")->check(CLI::PositiveNumber);
+  cmd->add_option("--classes", o->classes, "number of classes")->check(CLI::PositiveNumber);
+  cmd->add_option("--steps", o->steps, "timed steps")->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", o->warmup, "untimed warm-up steps");
+  cmd->add_flag("--json", o->json, "print one JSON object");
+  return {cmd, [o] { return bench_command(*o); }};
+}
+
+}  // namespace hr

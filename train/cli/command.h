@@ -1,0 +1,29 @@
+// One subcommand of `headroom`: each file in train/cli/ adds its options to the app and returns what runs it, so
+// main.cpp only dispatches. Options live in the closure (a shared_ptr), not in main.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+namespace hr {
+
+struct Command {
+  CLI::App* app;             // the subcommand, to see whether it was chosen
+  std::function<int()> run;  // returns the process exit code
+};
+
+Command add_train_command(CLI::App& app);
+Command add_eval_command(CLI::App& app);
+Command add_predict_command(CLI::App& app);
+Command add_info_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
+Command add_prune_command(CLI::App& app);
+Command add_heads_command(CLI::App& app);
+Command add_sweep_command(CLI::App& app);
+Command add_attention_command(CLI::App& app);
+
+// --run DIR (required) and --checkpoint best|last: how every command that reads a run directory names it.
+void add_run_options(CLI::App* cmd, std::string& run_dir, std::string& which);
+
+}  // namespace hr

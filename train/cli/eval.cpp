@@ -1,0 +1,53 @@
+// headroom eval --run RUN [--split eval|test] [--data FILE] [--json]
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "train/cli/command.h"
+#include "train/run/trainer.h"
+
+namespace hr {
+
+namespace {
+
+struct EvalArgs {
+  std::string run_dir, which = "best", split = "test", data;
+  bool json = false;
+};
+
+// --data FILE: evaluate on FILE (in the run's data format) as the test split.
+int eval_command(const EvalArgs& a) {
+  std::vector<std::string> overrides;
+  std::string split = a.split;
+  if (!a.data.empty()) {
+    const RunConfig rc = load_run_config(a.run_dir + "/config.yaml", {});
+    overrides.push_back(rc.data.format == "clinc150" ? "data.path=" + a.data : "data.test_path=" + a.data);
+    split = "test";
+  }
+  LoadedRun run = load_run(a.run_dir, a.which, true, overrides);
+  HR_CHECK(run.task->has_split(split), "the run's data has no '" + split + "' split");
+  EvalResult r = run.task->evaluate(*run.model, split, run.config.train.device, run.config.train.batch_size * 2);
+  if (a.json) {
+    std::cout << nlohmann::json{{"run", a.run_dir}, {"checkpoint", a.which}, {"split", split}, {split, r.metrics}}.dump()
+              << "\n";
+  } else {
+    std::cout << a.run_dir << " (" << a.which << " checkpoint), " << split << ":";
+    for (const auto& [k, v] : r.metrics) std::cout << " " << k << " " << v;
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_eval_command(CLI::App& app) {
+  auto a = std::make_shared<EvalArgs>();
+  auto* cmd = app.add_subcommand("eval", "evaluate a run's checkpoint on a split");
+  add_run_options(cmd, a->run_dir, a->which);
+  cmd->add_option("--split", a->split, "eval | test")->check(CLI::IsMember({"eval", "test"}));
+  cmd->add_option("--data", a->data, "evaluate on this file (the run's data format) instead")->check(CLI::ExistingFile);
+  cmd->add_flag("--json", a->json, "one JSON object on stdout (metrics under the split's name, as metrics.jsonl)");
+  return {cmd, [a] { return eval_command(*a); }};
+}
+
+}  // namespace hr

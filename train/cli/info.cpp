@@ -1,0 +1,47 @@
+// headroom info CONFIG: per-layer heads, parameters and FLOPs.
+#include <iostream>
+#include <memory>
+
+#include "train/cli/command.h"
+#include "train/run/run_config.h"
+#include "train/tasks/classification_task.h"
+#include "train/tokenizer/vocab.h"
+#include "train/tools/info.h"
+
+namespace hr {
+
+namespace {
+
+int info_command(const std::string& config, const std::vector<std::string>& overrides, int64_t seq_len) {
+  RunConfig rc = load_run_config(config, overrides);
+  ModelDims dims;
+  dims.vocab_size = rc.tokenizer.vocab.empty() ? rc.tokenizer.vocab_size : Vocab::load(rc.tokenizer.vocab).size();
+  dims.num_labels = 1;
+  if (rc.data.present && rc.data.task == "classification") {
+    ClassificationTask task(rc.data, std::nullopt);
+    dims.num_labels = task.labels().size();
+  }
+  auto model = build_model(rc.root.child("model"), dims);
+  std::cout << config << ": vocabulary " << dims.vocab_size << ", " << dims.num_labels << " labels\n";
+  print_model_info(std::cout, *model, seq_len > 0 ? seq_len : model->max_len());
+  return 0;
+}
+
+struct InfoArgs {
+  std::string config;
+  std::vector<std::string> overrides;
+  int64_t seq_len = 0;
+};
+
+}  // namespace
+
+Command add_info_command(CLI::App& app) {
+  auto a = std::make_shared<InfoArgs>();
+  auto* cmd = app.add_subcommand("info", "per-layer heads, parameters and FLOPs of a config");
+  cmd->add_option("config", a->config, "config (YAML)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--set", a->overrides, "override a config key (repeatable)");
+  cmd->add_option("--seq-len", a->seq_len, "sequence length for the FLOP counts (default model.max_len)");
+  return {cmd, [a] { return info_command(a->config, a->overrides, a->seq_len); }};
+}
+
+}  // namespace hr
