@@ -41,17 +41,25 @@ bool needs_grad(std::initializer_list<const Tensor*> inputs) {
   return false;
 }
 
+Tensor grad_buffer(const Tensor& t) {
+  TensorImpl* impl = t.impl();
+  if (!impl->is_leaf || !impl->requires_grad) return Tensor();
+  if (!impl->grad.defined()) impl->grad = Tensor::zeros(impl->shape, t.device());
+  return impl->grad;
+}
+
 void accumulate_grad(const Tensor& t, const Tensor& g) {
   TensorImpl* impl = t.impl();
   HR_CHECK(g.shape() == impl->shape, "internal: gradient of shape " + shape_str(g.shape()) + " for a tensor of shape " +
                                          shape_str(impl->shape));
-  if (!impl->grad.defined()) {
-    impl->grad = g.detach();
-    return;
-  }
-  // Out of place: the existing buffer may be shared with another tensor's gradient (a view or an adopted input).
   NoGradGuard no_grad;
-  impl->grad = add(impl->grad, g);
+  if (Tensor own = grad_buffer(t); own.defined()) {
+    add_(own, g);
+  } else if (!impl->grad.defined()) {
+    impl->grad = g.detach();  // an intermediate's gradient lives until its node runs: adopting g is safe
+  } else {
+    impl->grad = add(impl->grad, g);  // out of place: the adopted buffer may be another tensor's gradient too
+  }
 }
 
 void backward(const Tensor& root, const Tensor& seed) {

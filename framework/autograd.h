@@ -1,7 +1,8 @@
 // Reverse-mode autodiff on an explicit tape (as DyNet and Marian do). Every op called while grad mode is on and some
 // input requires grad appends one node {name, output, backward closure}. backward(loss) walks the tape in reverse with
 // no recursion, skips nodes whose output got no gradient, accumulates input gradients, then clears the tape (which
-// frees the saved activations). Parameter gradients persist until zero_grad(), so accumulation over micro-batches is free.
+// frees the saved activations). Leaves own their gradient buffers, which persist (zeroed by zero_grad()), so
+// accumulation over micro-batches is free and an all-reduce or optimizer sees one buffer per parameter.
 #pragma once
 
 #include <functional>
@@ -53,7 +54,13 @@ bool needs_grad(std::initializer_list<const Tensor*> inputs);
 // Backpropagates from root. A non-scalar root needs a seed gradient of its shape.
 void backward(const Tensor& root, const Tensor& seed = Tensor());
 
-// t.grad += g (t.grad = g when empty). Never writes into g or into a gradient buffer that may be shared.
+// t.grad += g. A leaf (a parameter, or any tensor that requires grad and no op made) owns its gradient buffer and g is
+// added into it in place; an intermediate adopts its first g (it is dropped once its node has run) and adds out of
+// place after that. Never writes into g.
 void accumulate_grad(const Tensor& t, const Tensor& g);
+
+// A leaf's own gradient buffer (made, zero, on first use; a parameter's exists from registration), which a backward
+// rule may accumulate into directly instead of allocating a gradient and adding it; undefined for an intermediate.
+Tensor grad_buffer(const Tensor& t);
 
 }  // namespace hr

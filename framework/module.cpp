@@ -40,6 +40,7 @@ Tensor& Module::register_parameter(const std::string& name, const Shape& shape, 
   auto t = std::make_unique<Tensor>(Tensor::from_vector(draw_init(init, shape_numel(shape)), shape, device_));
   t->set_requires_grad(true);
   t->set_name(name);
+  t->impl()->grad = Tensor::zeros(shape, device_);  // always present: a parameter the loss never reaches has zeros
   params_.emplace_back(name, std::move(t));
   return *params_.back().second;
 }
@@ -96,6 +97,7 @@ void Module::to(Device d) {
     Tensor moved = t->to(d);
     moved.set_requires_grad(true);
     moved.set_name(name);
+    moved.impl()->grad = Tensor::zeros(moved.shape(), d);
     *t = moved;
   }
   for (auto& [name, c] : children_) c->to(d);

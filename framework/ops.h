@@ -34,6 +34,10 @@ inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 
+// In place and never recorded (gradient buffers, optimizers): dst += src of the same shape; x *= s.
+void add_(Tensor& dst, const Tensor& src);
+void scale_(Tensor& x, float s);
+
 // Shape of a broadcast between a and b (numpy rules); throws naming both shapes when they do not broadcast.
 Shape broadcast_shape(const Shape& a, const Shape& b);
 // Sums g down to `shape` over the broadcast dimensions (the backward of a broadcast).

@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "framework/autograd.h"
-#include "kernels/base/error.h"
 #include "framework/ops.h"
+#include "kernels/base/error.h"
 
 namespace hr {
 
@@ -14,52 +14,26 @@ std::vector<bool> matrix_decay_flags(const NamedTensors& params) {
   return d;
 }
 
-AdamW::AdamW(NamedTensors params, std::vector<bool> decay, AdamWOptions opt, std::vector<float> lr_scale)
-    : params_(std::move(params)), decay_(std::move(decay)), lr_scale_(std::move(lr_scale)), opt_(opt) {
-  HR_CHECK(decay_.size() == params_.size(), "AdamW: one decay flag per parameter");
-  if (lr_scale_.empty()) lr_scale_.assign(params_.size(), 1.f);
-  HR_CHECK(lr_scale_.size() == params_.size(), "AdamW: one learning-rate scale per parameter");
-  for (const auto& [name, p] : params_) {
-    m_.push_back(Tensor::zeros(p.shape(), p.device()));
-    v_.push_back(Tensor::zeros(p.shape(), p.device()));
-  }
+Optimizer::Optimizer(NamedTensors params, std::vector<std::string> slots)
+    : params_(std::move(params)), slot_names_(std::move(slots)), state_(slot_names_.size()) {
+  for (auto& per_param : state_)
+    for (const auto& [name, p] : params_) per_param.push_back(Tensor::zeros(p.shape(), p.device()));
 }
 
-void AdamW::step(float lr) {
-  ++step_;
-  std::vector<AdamWSlot> slots;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    Tensor p = params_[i].second;
-    Tensor g = p.grad();
-    if (!g.defined()) continue;
-    // one fused backend call serves every slot, so they must all live on that backend's device
-    HR_CHECK(p.device() == params_[0].second.device() && g.device() == p.device(),
-             "AdamW: parameter '" + params_[i].first + "' (or its gradient) is on " + device_name(p.device()) +
-                 ", the first parameter on " + device_name(params_[0].second.device()) + ": move the whole model");
-    slots.push_back({p.data(), g.data(), m_[i].data(), v_[i].data(), p.numel(), decay_[i] ? opt_.weight_decay : 0.f,
-                     lr_scale_[i]});
-  }
-  if (slots.empty()) return;
-  AdamWHyper h{lr, opt_.beta1, opt_.beta2, opt_.eps, step_};
-  backend(params_[0].second.device()).adamw(slots.data(), static_cast<int>(slots.size()), h);
-}
-
-NamedTensors AdamW::state() const {
+NamedTensors Optimizer::state() const {
   NamedTensors out;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    out.emplace_back(params_[i].first + ".adam_m", m_[i]);
-    out.emplace_back(params_[i].first + ".adam_v", v_[i]);
-  }
+  for (size_t i = 0; i < params_.size(); ++i)
+    for (size_t s = 0; s < slot_names_.size(); ++s) out.emplace_back(params_[i].first + "." + slot_names_[s], state_[s][i]);
   return out;
 }
 
-void AdamW::load_state(const NamedTensors& state, int64_t steps) {
+void Optimizer::load_state(const NamedTensors& tensors, int64_t steps) {
   for (size_t i = 0; i < params_.size(); ++i) {
-    for (int k = 0; k < 2; ++k) {
-      const std::string key = params_[i].first + (k == 0 ? ".adam_m" : ".adam_v");
-      Tensor& dst = k == 0 ? m_[i] : v_[i];
+    for (size_t s = 0; s < slot_names_.size(); ++s) {
+      const std::string key = params_[i].first + "." + slot_names_[s];
+      Tensor& dst = state_[s][i];
       bool found = false;
-      for (const auto& [name, t] : state) {
+      for (const auto& [name, t] : tensors) {
         if (name != key) continue;
         HR_CHECK(t.shape() == dst.shape(), "optimizer state '" + key + "' has shape " + shape_str(t.shape()) +
                                                ", the parameter has " + shape_str(dst.shape()));
@@ -69,24 +43,54 @@ void AdamW::load_state(const NamedTensors& state, int64_t steps) {
       HR_CHECK(found, "optimizer state '" + key + "' missing from the checkpoint");
     }
   }
-  step_ = steps;
+  steps_ = steps;
 }
 
-SGD::SGD(std::vector<Tensor> params, float momentum, float weight_decay)
-    : params_(std::move(params)), momentum_(momentum), weight_decay_(weight_decay) {
-  for (const Tensor& p : params_) velocity_.push_back(Tensor::zeros(p.shape(), p.device()));
+AdamW::AdamW(NamedTensors params, std::vector<bool> decay, AdamWOptions opt, std::vector<float> lr_scale)
+    : Optimizer(std::move(params), {"adam_m", "adam_v"}), decay_(std::move(decay)), lr_scale_(std::move(lr_scale)),
+      opt_(opt) {
+  HR_CHECK(decay_.size() == params_.size(), "AdamW: one decay flag per parameter");
+  if (lr_scale_.empty()) lr_scale_.assign(params_.size(), 1.f);
+  HR_CHECK(lr_scale_.size() == params_.size(), "AdamW: one learning-rate scale per parameter");
+}
+
+void AdamW::step(float lr) {
+  ++steps_;
+  std::vector<AdamWSlot> slots;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor p = params_[i].second;
+    Tensor g = p.grad();
+    HR_CHECK(g.defined(), "AdamW: parameter '" + params_[i].first + "' has no gradient buffer");
+    // one fused backend call serves every slot, so they must all live on that backend's device
+    HR_CHECK(p.device() == params_[0].second.device() && g.device() == p.device(),
+             "AdamW: parameter '" + params_[i].first + "' (or its gradient) is on " + device_name(p.device()) +
+                 ", the first parameter on " + device_name(params_[0].second.device()) + ": move the whole model");
+    slots.push_back({p.data(), g.data(), slot(0, i).data(), slot(1, i).data(), p.numel(),
+                     decay_[i] ? opt_.weight_decay : 0.f, lr_scale_[i]});
+  }
+  if (slots.empty()) return;
+  AdamWHyper h{lr, opt_.beta1, opt_.beta2, opt_.eps, steps_};
+  backend(params_[0].second.device()).adamw(slots.data(), static_cast<int>(slots.size()), h);
+}
+
+SGD::SGD(NamedTensors params, std::vector<bool> decay, float momentum, float weight_decay)
+    : Optimizer(std::move(params), {"sgd_momentum"}), decay_(std::move(decay)), momentum_(momentum),
+      weight_decay_(weight_decay) {
+  HR_CHECK(decay_.size() == params_.size(), "SGD: one decay flag per parameter");
 }
 
 void SGD::step(float lr) {
   NoGradGuard no_grad;
+  ++steps_;
   for (size_t i = 0; i < params_.size(); ++i) {
-    Tensor p = params_[i];
+    Tensor p = params_[i].second;
     Tensor g = p.grad();
-    if (!g.defined()) continue;
-    if (weight_decay_ != 0.f) g = add(g, scale(p, weight_decay_));
+    HR_CHECK(g.defined(), "SGD: parameter '" + params_[i].first + "' has no gradient buffer");
+    if (decay_[i] && weight_decay_ != 0.f) g = add(g, scale(p, weight_decay_));
     if (momentum_ != 0.f) {
-      velocity_[i].copy_from(add(scale(velocity_[i], momentum_), g));
-      g = velocity_[i];
+      Tensor& v = slot(0, i);
+      v.copy_from(add(scale(v, momentum_), g));  // v = momentum * v + g
+      g = v;
     }
     p.copy_from(sub(p, scale(g, lr)));
   }
@@ -101,15 +105,15 @@ float grad_norm(const std::vector<Tensor>& params) {
   return static_cast<float>(std::sqrt(total));
 }
 
+float clip_factor(float norm, float max_norm) {
+  return std::isfinite(norm) && norm > max_norm ? max_norm / (norm + 1e-6f) : 1.f;
+}
+
 float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
   const float norm = grad_norm(params);
-  if (std::isfinite(norm) && norm > max_norm) {
-    NoGradGuard no_grad;
-    const float c = max_norm / (norm + 1e-6f);
-    // out of place: a gradient buffer may be shared by two parameters (adopted from one upstream gradient)
+  if (const float c = clip_factor(norm, max_norm); c != 1.f)
     for (const Tensor& p : params)
-      if (p.grad().defined()) const_cast<Tensor&>(p).set_grad(scale(p.grad(), c));
-  }
+      if (Tensor g = p.grad(); g.defined()) scale_(g, c);  // each parameter owns its buffer: in place is safe
   return norm;
 }
 

@@ -1,7 +1,9 @@
-// Optimizers (AdamW with decoupled weight decay, SGD with momentum), global-norm gradient clipping and learning-rate
-// schedules. Parameters without a gradient after backward (not reached by the loss) are left untouched.
+// Optimizers behind one interface (AdamW with decoupled weight decay, SGD with momentum), global-norm gradient
+// clipping and learning-rate schedules. An optimizer's state is a list of named tensors ("<param>.<slot>"), so the
+// checkpoint code saves and restores it without knowing which optimizer it is.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,47 +14,68 @@ namespace hr {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
+// Weight decay for matrices only: no decay on biases, LayerNorm and gate parameters (all 1-d).
+std::vector<bool> matrix_decay_flags(const NamedTensors& params);
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  virtual const char* name() const = 0;  // recorded in checkpoints: a run resumes only with the same optimizer
+  virtual void step(float lr) = 0;       // one update of every parameter from its gradient
+  int64_t steps() const { return steps_; }
+  // Every state tensor as "<param name>.<slot>" (e.g. "layers.0.attn.q.weight.adam_m"), for the checkpoint.
+  NamedTensors state() const;
+  // Restores state() from a checkpoint's tensors: each one must be present with its shape (an error names it).
+  void load_state(const NamedTensors& tensors, int64_t steps);
+
+ protected:
+  // `slots`: the suffixes of the per-parameter state tensors, each zero-initialised like its parameter.
+  Optimizer(NamedTensors params, std::vector<std::string> slots);
+  Tensor& slot(size_t s, size_t param) { return state_[s][param]; }
+  NamedTensors params_;
+  int64_t steps_ = 0;
+
+ private:
+  std::vector<std::string> slot_names_;
+  std::vector<std::vector<Tensor>> state_;  // [slot][param]
+};
+
 struct AdamWOptions {
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.01f;
 };
 
-// Weight decay for matrices only: no decay on biases, LayerNorm and gate parameters (all 1-d).
-std::vector<bool> matrix_decay_flags(const NamedTensors& params);
-
-class AdamW {
+class AdamW : public Optimizer {
  public:
   // `decay[i]` says whether params[i] gets weight decay (the trainer exempts biases, LayerNorm and gates);
   // `lr_scale[i]` (default all 1) multiplies the learning rate of params[i] (the trainer's train.gate_lr).
   AdamW(NamedTensors params, std::vector<bool> decay, AdamWOptions opt, std::vector<float> lr_scale = {});
-  void step(float lr);  // one update of every parameter that has a gradient, in one backend call
-  int64_t steps() const { return step_; }
-  // m and v of every parameter as "<name>.adam_m" / "<name>.adam_v" (checkpoint state) and the step counter.
-  NamedTensors state() const;
-  void load_state(const NamedTensors& state, int64_t steps);
+  const char* name() const override { return "adamw"; }
+  void step(float lr) override;  // every parameter in one backend call
 
  private:
-  NamedTensors params_;
   std::vector<bool> decay_;
   std::vector<float> lr_scale_;
-  std::vector<Tensor> m_, v_;
   AdamWOptions opt_;
-  int64_t step_ = 0;
 };
 
-class SGD {
+// SGD with (heavy-ball, PyTorch-style) momentum and L2 weight decay added to the gradient of `decay` parameters.
+class SGD : public Optimizer {
  public:
-  SGD(std::vector<Tensor> params, float momentum = 0.f, float weight_decay = 0.f);
-  void step(float lr);
+  SGD(NamedTensors params, std::vector<bool> decay, float momentum = 0.f, float weight_decay = 0.f);
+  const char* name() const override { return "sgd"; }
+  void step(float lr) override;
 
  private:
-  std::vector<Tensor> params_, velocity_;
+  std::vector<bool> decay_;
   float momentum_, weight_decay_;
 };
 
-// Scales all gradients so their global L2 norm is at most max_norm; returns the norm before clipping.
+// Scales all gradients in place so their global L2 norm is at most max_norm; returns the norm before clipping.
 float clip_grad_norm(const std::vector<Tensor>& params, float max_norm);
 // The global L2 norm of all gradients (NaN/inf if any gradient is).
 float grad_norm(const std::vector<Tensor>& params);
+// The factor clipping multiplies the gradients by: min(1, max_norm / (norm + 1e-6)) for a finite norm.
+float clip_factor(float norm, float max_norm);
 
 // Linear warm-up to `peak` over `warmup` steps, then constant, linear or cosine decay to 0 at `total` steps.
 struct LrSchedule {

@@ -155,8 +155,9 @@ Tensor& Tensor::set_requires_grad(bool on) {
 }
 bool Tensor::is_leaf() const { return impl_->is_leaf; }
 Tensor Tensor::grad() const { return impl_->grad; }
-void Tensor::zero_grad() { impl_->grad = Tensor(); }
-void Tensor::set_grad(const Tensor& g) { impl_->grad = g; }
+void Tensor::zero_grad() {
+  if (impl_->grad.defined()) impl_->grad.fill_(0.f);
+}
 const std::string& Tensor::name() const { return impl_->name; }
 Tensor& Tensor::set_name(std::string n) {
   impl_->name = std::move(n);

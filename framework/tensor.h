@@ -70,9 +70,8 @@ class Tensor {
   bool requires_grad() const;
   Tensor& set_requires_grad(bool on = true);  // leaves only
   bool is_leaf() const;
-  Tensor grad() const;       // undefined until a backward pass reached this tensor
-  void zero_grad();          // drops the gradient (the next backward starts from zero)
-  void set_grad(const Tensor& g);
+  Tensor grad() const;       // a leaf's own buffer (a parameter's always exists); else undefined until backward
+  void zero_grad();          // fills the gradient buffer with zeros (the buffer stays)
   const std::string& name() const;
   Tensor& set_name(std::string n);
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "framework/autograd.h"
 #include "kernels/base/error.h"
 
 namespace hr {
@@ -88,7 +89,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, LayerContext& ctx) const {
 
   Tensor heads = matmul(probs, vh);  // (B, H, T, Dh)
   if (gates) heads = mul(heads, reshape(gates->forward(), {1, H, 1, 1}));
-  if (head_mask.defined()) heads = mul(heads, reshape(head_mask, {head_mask.ndim() == 2 ? B : 1, H, 1, 1}));
+  if (head_mask_.defined()) heads = mul(heads, reshape(head_mask_, {head_mask_.ndim() == 2 ? B : 1, H, 1, 1}));
   return o.forward(reshape(permute(heads, {0, 2, 1, 3}), {B, T, H * Dh}));  // (B, T, H*Dh) -> (B, T, D)
 }
 
@@ -105,6 +106,106 @@ LayerStats MultiHeadAttention::stats(int64_t T) const {
   if (talk_logits) st.attention_flops += 2.0 * 2.0 * L * H * H;
   if (cross_map) st.attention_flops += 2.0 * L * static_cast<double>(opt_.prev_heads) * H;
   return st;
+}
+
+
+// ---- AttentionHeads
+
+std::vector<float> MultiHeadAttention::gate_open_probability() const {
+  NoGradGuard ng;
+  return gates ? gates->open_probability().to_vector() : std::vector<float>{};
+}
+
+std::vector<float> MultiHeadAttention::gate_values() const {
+  NoGradGuard ng;
+  return gates ? gates->eval_z().to_vector() : std::vector<float>{};
+}
+
+// Talking heads: one index h plays three roles, the input logits of q_h/k_h, the mixed logits/weights of head h, and
+// the value head h the gate acts on. Removing h is exact only when its value output is zero (closed gate) and its
+// logits and weights reach no kept head: talk_logits[h, K] = 0 and talk_weights[h, K] = 0.
+std::vector<int64_t> MultiHeadAttention::exact_closure(std::vector<int64_t> keep) const {
+  if (!talk_logits) return keep;
+  const int64_t H = opt_.heads;
+  const std::vector<float> tl = talk_logits->to_vector(), tw = talk_weights->to_vector();  // (H, H) [in, out]
+  std::vector<bool> kept(static_cast<size_t>(H), false);
+  for (int64_t h : keep) kept[static_cast<size_t>(h)] = true;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t j = 0; j < H && !kept[static_cast<size_t>(h)]; ++j) {
+        const size_t hj = static_cast<size_t>(h * H + j);
+        if (kept[static_cast<size_t>(j)] && (tl[hj] != 0.f || tw[hj] != 0.f)) kept[static_cast<size_t>(h)] = grew = true;
+      }
+    }
+  }
+  keep.clear();
+  for (int64_t h = 0; h < H; ++h)
+    if (kept[static_cast<size_t>(h)]) keep.push_back(h);
+  return keep;
+}
+
+void MultiHeadAttention::write_pruned_block(YAML::Node& layer_block, int64_t kept) const {
+  YAML::Node a = layer_block["attention"];
+  a["heads"] = kept;
+  a["pruned"] = true;  // allows 0 heads
+  a.remove("gates");   // folded into the output projection
+}
+
+namespace {
+
+// Rows [h*Dh, (h+1)*Dh) of a (H*Dh, C) matrix (C = 1 for a bias) for each kept head h.
+std::vector<float> head_rows(const std::vector<float>& w, int64_t cols, int64_t Dh, const std::vector<int64_t>& keep) {
+  std::vector<float> out;
+  for (int64_t h : keep) out.insert(out.end(), w.begin() + h * Dh * cols, w.begin() + (h + 1) * Dh * cols);
+  return out;
+}
+
+// Columns of the kept heads' blocks of a (D, H*Dh) matrix, each block times its head's factor.
+std::vector<float> head_cols(const std::vector<float>& w, int64_t rows, int64_t H, int64_t Dh,
+                             const std::vector<int64_t>& keep, const std::vector<float>& factor) {
+  std::vector<float> out;
+  out.reserve(static_cast<size_t>(rows * static_cast<int64_t>(keep.size()) * Dh));
+  for (int64_t r = 0; r < rows; ++r)
+    for (size_t k = 0; k < keep.size(); ++k)
+      for (int64_t d = 0; d < Dh; ++d) out.push_back(w[static_cast<size_t>(r * H * Dh + keep[k] * Dh + d)] * factor[k]);
+  return out;
+}
+
+// m[rows, cols] of an (R, C) matrix.
+std::vector<float> submatrix(const std::vector<float>& m, int64_t C, const std::vector<int64_t>& rows,
+                             const std::vector<int64_t>& cols) {
+  std::vector<float> out;
+  for (int64_t r : rows)
+    for (int64_t c : cols) out.push_back(m[static_cast<size_t>(r * C + c)]);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, Tensor>> MultiHeadAttention::pruned_parameters(
+    const std::vector<int64_t>& keep, const std::vector<int64_t>& prev_keep) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  const int64_t H = opt_.heads, Dh = opt_.head_dim, D = o.weight.dim(0), kept = static_cast<int64_t>(keep.size());
+  if (H == 0) return out;
+  const auto own = named_parameters();
+  auto put = [&](const Tensor& param, std::vector<float> values, Shape shape) {
+    for (const auto& [name, t] : own)
+      if (t.same(param)) out.emplace_back(name, Tensor::from_vector(values, shape));
+  };
+  const std::vector<float> z = gate_values();
+  std::vector<float> fold(keep.size(), 1.f);  // each kept head's deterministic gate, folded into o
+  for (size_t i = 0; i < keep.size() && !z.empty(); ++i) fold[i] = z[static_cast<size_t>(keep[i])];
+  for (const Linear* proj : {q, k, v}) {
+    put(proj->weight, head_rows(proj->weight.to_vector(), D, Dh, keep), {kept * Dh, D});
+    put(proj->bias, head_rows(proj->bias.to_vector(), 1, Dh, keep), {kept * Dh});
+  }
+  put(o.weight, head_cols(o.weight.to_vector(), D, H, Dh, keep, fold), {D, kept * Dh});
+  for (const Tensor* talk : {talk_logits, talk_weights})
+    if (talk) put(*talk, submatrix(talk->to_vector(), H, keep, keep), {kept, kept});
+  if (cross_map)
+    put(*cross_map, submatrix(cross_map->to_vector(), H, prev_keep, keep), {static_cast<int64_t>(prev_keep.size()), kept});
+  return out;
 }
 
 }  // namespace hr

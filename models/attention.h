@@ -27,7 +27,7 @@ struct AttentionOptions {
   int64_t layer_index = 0;
 };
 
-class MultiHeadAttention : public Module {
+class MultiHeadAttention : public Module, public AttentionHeads {
  public:
   MultiHeadAttention(int64_t d_model, const AttentionOptions& opt);
   // x (B, T, D) -> (B, T, D); reads/writes ctx.prev_logits for cross-layer mixing, appends to ctx.attention_maps.
@@ -43,12 +43,23 @@ class MultiHeadAttention : public Module {
   Tensor* talk_weights = nullptr;  // (H, H) [h_in, h_out], mixes the attention weights after softmax
   Tensor* cross_map = nullptr;     // (h_prev, H) learned map of the previous layer's logits
   HardConcreteGates* gates = nullptr;
-  // Head importance (train/head_importance.h): (H) or (B, H) multipliers of the heads' outputs, applied where the
-  // gates are; undefined (the default) costs nothing.
-  Tensor head_mask;
+
+  // ---- AttentionHeads
+  int64_t num_heads() const override { return opt_.heads; }
+  int64_t head_dim() const override { return opt_.head_dim; }
+  std::vector<float> gate_open_probability() const override;
+  std::vector<float> gate_values() const override;
+  void set_head_mask(const Tensor& mask) override { head_mask_ = mask; }
+  bool cross_layer() const override { return opt_.cross_layer; }
+  std::vector<int64_t> exact_closure(std::vector<int64_t> keep) const override;
+  void write_pruned_block(YAML::Node& layer_block, int64_t kept) const override;
+  const Module& heads_module() const override { return *this; }
+  std::vector<std::pair<std::string, Tensor>> pruned_parameters(const std::vector<int64_t>& keep,
+                                                                const std::vector<int64_t>& prev_keep) const override;
 
  private:
   AttentionOptions opt_;
+  Tensor head_mask_;         // (H) or (B, H) multipliers of the heads' outputs (head importance); usually undefined
   Tensor head_permutation_;  // (H, H) fixed permutation matrix (cross-layer `interleave`), or undefined
 };
 

@@ -15,6 +15,7 @@ class EncoderLayer : public Layer {
   Tensor forward(const Tensor& x, LayerContext& ctx) override;
   LayerStats stats(int64_t seq_len) const override;
   Tensor penalty() const override;
+  AttentionHeads* heads() override { return &attn; }
 
   LayerNorm& ln1;
   MultiHeadAttention& attn;

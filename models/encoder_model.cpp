@@ -50,30 +50,27 @@ Tensor Embeddings::forward(const EncoderInput& in) const {
   return dropout(ln.forward(x), dropout_, training());
 }
 
-EncoderModel::EncoderModel(const Config& m, const ModelDims& dims) {
-  const std::string type = m.get_choice("type", {"encoder_classifier", "encoder_span_qa"});
-  task_ = type == "encoder_classifier" ? Task::Classification : Task::SpanQA;
+EncoderModel::EncoderModel(const Config& m, const ModelDims& dims) : type_(m.get<std::string>("type")), dims_(dims) {
   d_model_ = m.get_positive("d_model");
   max_len_ = m.get_positive("max_len");
   pre_norm_ = m.get_choice("norm", {"pre", "post"}, "pre") == "pre";
-  dropout_ = m.get<float>("dropout", 0.1f);
-  if (dropout_ < 0.f || dropout_ >= 1.f) m.fail("dropout", "must be in [0, 1)");
+  const float dropout = m.get<float>("dropout", 0.1f);
+  if (dropout < 0.f || dropout >= 1.f) m.fail("dropout", "must be in [0, 1)");
   const float ln_eps = m.get<float>("layer_norm_eps", 1e-5f);
-  segments_ = m.get<int64_t>("segments", task_ == Task::SpanQA ? 2 : 0);
-  if (segments_ < 0) m.fail("segments", "must be >= 0");
-  pooling_ = task_ == Task::Classification ? m.get_choice("pooling", {"cls", "mean"}, "cls") : "";
+  dims_.segments = m.get<int64_t>("segments", dims.segments);
+  if (dims_.segments < 0) m.fail("segments", "must be >= 0");
   HR_CHECK(dims.vocab_size > 0, "build_model: vocabulary size unknown");
 
   LayerDefaults d;
   d.d_model = d_model_;
   d.ffn_dim = m.get_positive("ffn_dim", 4 * d_model_);
-  d.dropout = dropout_;
-  d.attention_dropout = m.get<float>("attention_dropout", dropout_);
+  d.dropout = dropout;
+  d.attention_dropout = m.get<float>("attention_dropout", dropout);
   d.layer_norm_eps = ln_eps;
   d.pre_norm = pre_norm_;
 
-  embeddings_ = &register_module("embeddings", std::make_unique<Embeddings>(dims.vocab_size, max_len_, segments_,
-                                                                            d_model_, dropout_, ln_eps));
+  embeddings_ = &register_module("embeddings", std::make_unique<Embeddings>(dims.vocab_size, max_len_, dims_.segments,
+                                                                            d_model_, dropout, ln_eps));
   const std::vector<Config> groups = m.child("layers").items();
   if (groups.empty()) m.fail("layers", "needs at least one layer group");
   for (const Config& g : groups) {
@@ -88,12 +85,9 @@ EncoderModel::EncoderModel(const Config& m, const ModelDims& dims) {
     }
   }
   if (pre_norm_) final_ln_ = &register_module("final_ln", std::make_unique<LayerNorm>(d_model_, ln_eps));
-  if (task_ == Task::Classification) {
-    HR_CHECK(dims.num_labels > 0, "build_model: a classifier needs at least one label");
-    head_ = &register_module("classifier", std::make_unique<Linear>(d_model_, dims.num_labels));
-  } else {
-    head_ = &register_module("span", std::make_unique<Linear>(d_model_, 2));
-  }
+  std::unique_ptr<TaskHead> head = build_head(m, type_, HeadSettings{d_model_, dropout, dims_});
+  const std::string head_name = head->name();
+  head_ = &register_module(head_name, std::move(head));
 }
 
 Tensor EncoderModel::hidden_states(const EncoderInput& in, std::vector<Tensor>* attention_maps) {
@@ -109,17 +103,7 @@ Tensor EncoderModel::hidden_states(const EncoderInput& in, std::vector<Tensor>* 
 }
 
 Tensor EncoderModel::forward(const EncoderInput& in, std::vector<Tensor>* attention_maps) {
-  Tensor h = hidden_states(in, attention_maps);  // (B, T, D)
-  if (task_ == Task::SpanQA) return head_->forward(h);  // (B, T, 2)
-  Tensor pooled;
-  if (pooling_ == "cls") {
-    pooled = select(h, 1, 0);  // (B, D)
-  } else {
-    const int64_t B = h.dim(0), T = h.dim(1);
-    Tensor m = reshape(in.token_mask, {B, T, 1});
-    pooled = div(sum(mul(h, m), 1), sum(m, 1));  // masked mean: (B, D) / (B, 1)
-  }
-  return head_->forward(dropout(pooled, dropout_, training()));  // (B, num_labels)
+  return head_->forward(hidden_states(in, attention_maps), in);  // hidden (B, T, D)
 }
 
 Tensor EncoderModel::penalty() const {

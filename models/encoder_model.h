@@ -1,5 +1,5 @@
 // The whole model: embeddings (token + learned position [+ segment]), a stack of registry-built layers, and a task
-// head: a sequence classifier (CLS or masked-mean pooling) or a span head (start/end logits for extractive QA).
+// head chosen by model.type from the head registry (models/task_head.h).
 #pragma once
 
 #include <memory>
@@ -8,20 +8,11 @@
 
 #include "framework/config.h"
 #include "models/basic_layers.h"
+#include "models/encoder_input.h"
 #include "models/layer.h"
+#include "models/task_head.h"
 
 namespace hr {
-
-// One batch of token sequences, padded to a common length T.
-struct EncoderInput {
-  Tensor ids;         // (B, T) i32
-  Tensor segments;    // (B, T) i32 segment ids (QA pairs), or undefined
-  Tensor token_mask;  // (B, T) f32: 1 for a token, 0 for padding
-  Tensor key_mask;    // (B, T) f32 additive: 0 for a token, -1e9 for padding
-};
-// Builds the tensors of an EncoderInput from host rows (each row's length <= T; shorter rows are padded with pad_id).
-EncoderInput make_encoder_input(const std::vector<std::vector<int32_t>>& rows, int32_t pad_id, Device d,
-                                const std::vector<std::vector<int32_t>>* segments = nullptr);
 
 class Embeddings : public Module {
  public:
@@ -36,17 +27,11 @@ class Embeddings : public Module {
   float dropout_;
 };
 
-struct ModelDims {
-  int64_t vocab_size = 0;
-  int64_t num_labels = 0;  // classification only
-};
-
 class EncoderModel : public Module {
  public:
-  enum class Task { Classification, SpanQA };
   EncoderModel(const Config& model, const ModelDims& dims);
 
-  // Classification: (B, num_labels) logits. SpanQA: (B, T, 2) start/end logits. attention_maps: see LayerContext.
+  // The head's output, e.g. (B, num_labels) logits or (B, T, 2) start/end logits. attention_maps: see LayerContext.
   Tensor forward(const EncoderInput& in, std::vector<Tensor>* attention_maps = nullptr);
   Tensor hidden_states(const EncoderInput& in, std::vector<Tensor>* attention_maps = nullptr);  // (B, T, D)
   Tensor penalty() const;  // the sum of the layers' penalties (L0 gates), or undefined
@@ -54,22 +39,22 @@ class EncoderModel : public Module {
   Layer& layer(size_t i) const { return *layers_[i]; }
   size_t num_layers() const { return layers_.size(); }
 
-  Task task() const { return task_; }
+  const std::string& type() const { return type_; }  // model.type: which head
+  TaskHead& head() const { return *head_; }
+  const ModelDims& dims() const { return dims_; }  // vocabulary, labels and segments as built
   int64_t d_model() const { return d_model_; }
   int64_t max_len() const { return max_len_; }
-  int64_t num_labels() const { return task_ == Task::Classification ? head_->weight.dim(0) : 0; }
-  int64_t segments() const { return segments_; }
+  int64_t segments() const { return dims_.segments; }
 
  private:
-  Task task_;
-  int64_t d_model_, max_len_, segments_;
+  std::string type_;
+  ModelDims dims_;
+  int64_t d_model_, max_len_;
   bool pre_norm_;
-  std::string pooling_;
-  float dropout_;
   Embeddings* embeddings_ = nullptr;
   std::vector<Layer*> layers_;
   LayerNorm* final_ln_ = nullptr;  // pre-LN stacks end with a LayerNorm
-  Linear* head_ = nullptr;         // (num_labels, D) or (2, D)
+  TaskHead* head_ = nullptr;
 };
 
 // Builds the model from the `model:` block and checks every key of that block was understood.

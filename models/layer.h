@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "framework/module.h"
+#include "models/attention_heads.h"
 
 namespace hr {
 
@@ -34,6 +35,9 @@ class Layer : public Module {
   virtual LayerStats stats(int64_t seq_len) const = 0;
   // A term added to the training loss (the L0 gate penalty), or undefined.
   virtual Tensor penalty() const { return Tensor(); }
+  // The layer's attention heads (gates, importance, pruning, attention maps), or null for a layer without heads.
+  virtual AttentionHeads* heads() { return nullptr; }
+  const AttentionHeads* heads() const { return const_cast<Layer*>(this)->heads(); }
 };
 
 }  // namespace hr

@@ -27,6 +27,7 @@
 #include "framework/random.h"
 #include "models/encoder_layer.h"
 #include "models/encoder_model.h"
+#include "train/run/training_step.h"
 
 using namespace hr;
 
@@ -354,14 +355,14 @@ std::unique_ptr<EncoderModel> small_model() {
   return build_model(Config::parse(kModelYaml, "gpu_parity.yaml").child("model"), ModelDims{40, 5});
 }
 
-struct StepResult {
+struct ParityStep {
   float loss = 0, norm = 0;
   NamedTensors grads, weights;
 };
 
-// One training step as the trainer runs it: forward, cross-entropy (smoothing, an ignored row) + gate penalty,
-// backward, clip_grad_norm, AdamW.
-StepResult train_step(EncoderModel& model, Device d) {
+// One training step as the trainer runs it (train/run/training_step.h): forward, cross-entropy (smoothing, an ignored
+// row) + gate penalty, backward, clipping, AdamW.
+ParityStep train_step(EncoderModel& model, Device d) {
   const std::vector<std::vector<int32_t>> rows = {{2, 5, 9, 11, 3, 7, 7, 1, 30, 39}, {4, 8, 15, 16, 23, 2},
                                                   {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}};
   const EncoderInput in = make_encoder_input(rows, 0, d);
@@ -369,17 +370,17 @@ StepResult train_step(EncoderModel& model, Device d) {
   const NamedTensors params = model.named_parameters();
   AdamW adamw(params, matrix_decay_flags(params), AdamWOptions{});
   for (const auto& [n, m] : adamw.state()) CHECK(m.device() == d);
+  TrainingStep step(model, adamw, StepOptions{1, 0.05f});
 
   manual_seed(99);  // the same dropout masks and gate noise on both devices
   model.train();
-  model.zero_grad();
-  Tensor loss = add(cross_entropy(model.forward(in), labels, -100, 0.1f), model.penalty());
-  StepResult r;
-  r.loss = loss.item();
-  backward(loss);
-  r.norm = clip_grad_norm(model.parameters(), 0.05f);
-  for (const auto& [n, p] : model.named_parameters()) r.grads.emplace_back(n, p.grad());
-  adamw.step(1e-3f);
+  const StepResult s = step.run(
+      [&](int64_t) { return add(cross_entropy(model.forward(in), labels, -100, 0.1f), model.penalty()); }, 1e-3f);
+  CHECK(s.applied);
+  ParityStep r;
+  r.loss = static_cast<float>(s.loss);
+  r.norm = s.grad_norm;
+  for (const auto& [n, p] : model.named_parameters()) r.grads.emplace_back(n, p.grad());  // clipped, as AdamW saw them
   for (const auto& [n, p] : model.named_parameters()) r.weights.emplace_back(n, p.clone());
   return r;
 }
@@ -417,8 +418,8 @@ TEST_CASE("gpu parity: a whole training step of an EncoderModel moved with Modul
   CHECK(enc->attn.gates->log_alpha.device() == Device::CUDA);
   CHECK(enc->attn.o.weight.device() == Device::CUDA);
 
-  const StepResult c = train_step(*cpu, Device::CPU);
-  const StepResult g = train_step(*gpu, Device::CUDA);
+  const ParityStep c = train_step(*cpu, Device::CPU);
+  const ParityStep g = train_step(*gpu, Device::CUDA);
   CHECK(std::isfinite(c.loss));
   CHECK(std::fabs(g.loss - c.loss) <= kRtol * std::fabs(c.loss));
   CHECK(c.norm > 0.05f);  // clipping took effect

@@ -386,8 +386,8 @@ TEST_CASE("num_parameters and layer_stats match the closed-form count") {
       const bool span = type == "encoder_span_qa";
       auto model = model_from_yaml(std::string("model:\n  type: ") + type + "\n  norm: " + norm +
                                        "\n  d_model: 12\n  max_len: 16\n  ffn_dim: 20" + layers,
-                                   {V, C});
-      const int64_t embeddings = V * D + L * D + 2 * D + (span ? 2 * D : 0);  // segments only for QA
+                                   {V, C, span ? 2 : 0});  // the QA task asks for two segments
+      const int64_t embeddings = V * D + L * D + 2 * D + (span ? 2 * D : 0);
       const int64_t final_ln = norm == "pre" ? 2 * D : 0;
       const int64_t head = span ? D * 2 + 2 : D * C + C;
       int64_t expected = embeddings + final_ln + head, from_stats = embeddings + final_ln + head;

@@ -263,7 +263,14 @@ class ToyTask : public Task {
   std::vector<std::vector<int32_t>> rows = {{1, 5, 9, 13, 2}, {1, 7, 3, 30, 22, 17, 11, 2}, {1, 38, 2},
                                             {1, 4, 4, 8, 2},   {1, 19, 2, 6},                 {1, 25, 26, 27, 28, 2}};
   std::vector<int32_t> labels = {0, 3, 1, 4, 2, 0};
-  ModelDims dims() const override { return {kVocab, kLabels}; }
+  ModelDims dims() const override { return {kVocab, kLabels, 0}; }
+  std::vector<std::string> training_texts() const override { return {}; }
+  void encode(const Tokenizer&, int64_t) override {}
+  std::vector<std::string> input_fields() const override { return {"text"}; }
+  std::vector<nlohmann::json> predict(EncoderModel&, const std::vector<nlohmann::json>&, Device, int64_t,
+                                      int) const override {
+    return {};
+  }
   int64_t num_train() const override { return static_cast<int64_t>(rows.size()); }
   int64_t train_length(int64_t r) const override { return static_cast<int64_t>(rows[static_cast<size_t>(r)].size()); }
   Batch make_batch(const std::vector<int64_t>& idx, Device d) const override {
@@ -308,15 +315,16 @@ TEST_CASE("head importance: the mask gradient matches finite differences, a head
 
   // d loss / d xi for an (H) mask at xi = 1 against central differences
   const Batch b = task.make_batch({0, 1, 2, 3, 4, 5}, Device::CPU);
-  a.head_mask = Tensor::full({3}, 1.f).set_requires_grad();
+  Tensor mask = Tensor::full({3}, 1.f).set_requires_grad();
+  a.set_head_mask(mask);
   backward(task.loss(*m, b, 0.f));
-  const std::vector<float> grad = a.head_mask.grad().to_vector();
+  const std::vector<float> grad = mask.grad().to_vector();
   for (int h = 0; h < 3; ++h) {
     auto loss_at = [&](float xi) {
       NoGradGuard ng;
       std::vector<float> mask = {1.f, 1.f, 1.f};
       mask[static_cast<size_t>(h)] = xi;
-      a.head_mask = Tensor::from_vector(mask, {3});
+      a.set_head_mask(Tensor::from_vector(mask, {3}));
       return task.loss(*m, b, 0.f).item();
     };
     const float eps = 1e-2f, fd = (loss_at(1.f + eps) - loss_at(1.f - eps)) / (2 * eps);
@@ -324,7 +332,7 @@ TEST_CASE("head importance: the mask gradient matches finite differences, a head
   }
   CHECK(std::fabs(grad[1]) == 0.f);
   CHECK(std::fabs(grad[0]) > 1e-4f);
-  a.head_mask = Tensor();
+  a.set_head_mask(Tensor());
   m->zero_grad();
 
   // importance = mean over examples of |per-example gradient|, checked against one example at a time
@@ -335,12 +343,16 @@ TEST_CASE("head importance: the mask gradient matches finite differences, a head
   HeadScores expected = {{0, 0, 0}, {0, 0}};
   for (int64_t r = 0; r < 6; ++r) {
     const Batch one = task.make_batch({r}, Device::CPU);
-    for (size_t i = 0; i < 2; ++i) attn(*m, i).head_mask = Tensor::full({i == 0 ? 3 : 2}, 1.f).set_requires_grad();
+    std::vector<Tensor> masks;
+    for (size_t i = 0; i < 2; ++i) {
+      masks.push_back(Tensor::full({i == 0 ? 3 : 2}, 1.f).set_requires_grad());
+      attn(*m, i).set_head_mask(masks.back());
+    }
     backward(task.loss(*m, one, 0.f));
     for (size_t i = 0; i < 2; ++i) {
-      const std::vector<float> g = attn(*m, i).head_mask.grad().to_vector();
+      const std::vector<float> g = masks[i].grad().to_vector();
       for (size_t h = 0; h < g.size(); ++h) expected[i][h] += std::fabs(g[h]) / 6.f;
-      attn(*m, i).head_mask = Tensor();
+      attn(*m, i).set_head_mask(Tensor());
     }
   }
   m->zero_grad();

@@ -252,7 +252,7 @@ TEST_CASE("qa: a tiny model trained on synthetic questions learns them (loss dro
   d.max_query_len = 8;
   d.doc_stride = 16;
   d.max_answer_len = 3;
-  QaTask task(d);
+  QaTask task(d, true, dir.string());
   const Tokenizer tok(learn_wordpiece_vocab(task.training_texts(), 400, BasicTokenizer()));
   manual_seed(0);
   auto model = build_model(Config::parse(R"(
@@ -266,7 +266,6 @@ layers:
     attention: {heads: 2, head_dim: 16}
 )", "<test>"), ModelDims{tok.vocab().size(), 0});
   task.encode(tok, model->max_len());
-  task.set_predictions_dir(dir.string());
   REQUIRE(task.num_train() == 96);  // every context fits one window
 
   const double em_before = task.evaluate(*model, "eval", Device::CPU, 16).metrics.at("exact_match");

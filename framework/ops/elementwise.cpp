@@ -142,6 +142,15 @@ Tensor mask_fill(const Tensor& x, const Tensor& mask, float value) {
 }
 
 Tensor scale(const Tensor& x, float s) { return unary_op("scale", Unary::Scale, x, s); }
+
+void add_(Tensor& dst, const Tensor& src) {
+  detail::check_same_device(dst, src, "add_");
+  HR_CHECK(dst.shape() == src.shape(), "add_: " + shape_str(src.shape()) + " into " + shape_str(dst.shape()));
+  be(dst).binary(Binary::Add, make_broadcast({dst.numel()}, {dst.numel()}, {dst.numel()}), dst.data(), src.data(),
+                 dst.data(), 0.f);
+}
+
+void scale_(Tensor& x, float s) { be(x).unary(Unary::Scale, x.data(), x.data(), x.numel(), s, 0.f); }
 Tensor add_scalar(const Tensor& x, float s) { return unary_op("add_scalar", Unary::AddScalar, x, s); }
 Tensor neg(const Tensor& x) { return unary_op("neg", Unary::Neg, x); }
 Tensor exp(const Tensor& x) { return unary_op("exp", Unary::Exp, x); }

@@ -20,9 +20,10 @@ Tensor embedding(const Tensor& table, const Tensor& ids) {
   be(table).gather_rows(table.data(), ids.ids(), y.data(), ids.numel(), D);
   if (needs_grad({&table})) {
     detail::record("embedding", y, [table, ids, D](const Tensor& g) {
-      Tensor gt = Tensor::zeros(table.shape(), table.device());
+      Tensor own = grad_buffer(table);  // scatter-add straight into the table's buffer: no (V, D) temporary
+      Tensor gt = own.defined() ? own : Tensor::zeros(table.shape(), table.device());
       be(table).scatter_add_rows(g.data(), ids.ids(), gt.data(), ids.numel(), D);
-      accumulate_grad(table, gt);
+      if (!own.defined()) accumulate_grad(table, gt);
     });
   }
   return y;

@@ -17,8 +17,10 @@ MatDims mat_dims(const Tensor& t, const char* op) {
   return {t.numel() / (t.dim(-2) * t.dim(-1)), t.dim(-2), t.dim(-1)};
 }
 
-// C = op(A) @ op(B) for contiguous row-major tensors, batch dims already checked. bias (N) optional.
-Tensor gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Shape& batch_shape, const float* bias = nullptr) {
+// C = op(A) @ op(B) for contiguous row-major tensors, batch dims already checked. bias (N) optional. With `into`, C is
+// that tensor and the product is added to it (a gradient buffer).
+Tensor gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Shape& batch_shape, const float* bias = nullptr,
+            const Tensor& into = Tensor()) {
   const MatDims da = mat_dims(a, "matmul"), db = mat_dims(b, "matmul");
   GemmArgs g;
   g.M = ta ? da.cols : da.rows;
@@ -39,7 +41,9 @@ Tensor gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Shape& bat
   Shape out_shape = batch_shape;
   out_shape.push_back(g.M);
   out_shape.push_back(g.N);
-  Tensor c = Tensor::empty(out_shape, a.device());
+  Tensor c = into.defined() ? into : Tensor::empty(out_shape, a.device());
+  HR_CHECK(c.shape() == out_shape, "internal: gemm into " + shape_str(c.shape()) + " for " + shape_str(out_shape));
+  g.beta = into.defined() ? 1.f : 0.f;
   g.C = c.data();
   g.ldc = g.N;
   g.strideC = g.M * g.N;
@@ -120,7 +124,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
       if (x.requires_grad()) {
         accumulate_grad(x, detail::view_as(gemm(g2, false, w, false, {}), x.shape()));  // (rows, in)
       }
-      if (w.requires_grad()) accumulate_grad(w, gemm(g2, true, x2, false, {}));  // (out, in)
+      if (Tensor gw = grad_buffer(w); gw.defined()) gemm(g2, true, x2, false, {}, nullptr, gw);  // (out, in) +=
+      else if (w.requires_grad()) accumulate_grad(w, gemm(g2, true, x2, false, {}));
       if (bias.defined() && bias.requires_grad()) accumulate_grad(bias, sum_to(g2, bias.shape()));
     });
   }

@@ -21,12 +21,15 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, floa
   if (needs_grad({&x, &gamma, &beta})) {
     detail::record("layer_norm", y, [x, gamma, beta, mu, rstd, rows, n](const Tensor& g) {
       Tensor gx = Tensor::empty(x.shape(), x.device());
-      Tensor gg = Tensor::zeros({n}, x.device()), gb = Tensor::zeros({n}, x.device());
+      // the backend accumulates ggamma and gbeta: straight into the parameters' buffers when they have them
+      Tensor own_g = grad_buffer(gamma), own_b = grad_buffer(beta);
+      Tensor gg = own_g.defined() ? own_g : Tensor::zeros({n}, x.device());
+      Tensor gb = own_b.defined() ? own_b : Tensor::zeros({n}, x.device());
       be(x).layer_norm_backward(x.data(), gamma.data(), mu.data(), rstd.data(), g.data(), gx.data(), gg.data(),
                                 gb.data(), rows, n, false);
       if (x.requires_grad()) accumulate_grad(x, gx);
-      if (gamma.requires_grad()) accumulate_grad(gamma, gg);
-      if (beta.requires_grad()) accumulate_grad(beta, gb);
+      if (!own_g.defined() && gamma.requires_grad()) accumulate_grad(gamma, gg);
+      if (!own_b.defined() && beta.requires_grad()) accumulate_grad(beta, gb);
     });
   }
   return y;

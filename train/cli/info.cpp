@@ -4,7 +4,7 @@
 
 #include "train/cli/command.h"
 #include "train/run/run_config.h"
-#include "train/tasks/classification_task.h"
+#include "train/tasks/task_registry.h"
 #include "train/tokenizer/vocab.h"
 #include "train/tools/info.h"
 
@@ -14,13 +14,9 @@ namespace {
 
 int info_command(const std::string& config, const std::vector<std::string>& overrides, int64_t seq_len) {
   RunConfig rc = load_run_config(config, overrides);
-  ModelDims dims;
+  ModelDims dims{0, 1, 0};  // without data: one label
+  if (rc.data.present) dims = make_task(TaskContext{rc, "", true, ""})->dims();
   dims.vocab_size = rc.tokenizer.vocab.empty() ? rc.tokenizer.vocab_size : Vocab::load(rc.tokenizer.vocab).size();
-  dims.num_labels = 1;
-  if (rc.data.present && rc.data.task == "classification") {
-    ClassificationTask task(rc.data, std::nullopt);
-    dims.num_labels = task.labels().size();
-  }
   auto model = build_model(rc.root.child("model"), dims);
   std::cout << config << ": vocabulary " << dims.vocab_size << ", " << dims.num_labels << " labels\n";
   print_model_info(std::cout, *model, seq_len > 0 ? seq_len : model->max_len());

@@ -28,7 +28,7 @@ const std::string& meta(const SafeTensorsFile& f, const std::string& path, const
 
 }  // namespace
 
-void save_checkpoint(const std::string& path, const Module& model, const AdamW* optimizer, const TrainState& s) {
+void save_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer, const TrainState& s) {
   SafeTensorsFile f;
   for (const auto& [name, t] : model.named_parameters()) f.tensors[name] = to_safetensor(t);
   if (optimizer)
@@ -41,11 +41,12 @@ void save_checkpoint(const std::string& path, const Module& model, const AdamW* 
   f.metadata["rng_offset"] = std::to_string(s.rng_offset);
   f.metadata["best_metric"] = std::to_string(s.best_metric);
   f.metadata["best_step"] = std::to_string(s.best_step);
+  f.metadata["optimizer"] = optimizer ? optimizer->name() : "none";
   f.metadata["optimizer_steps"] = std::to_string(optimizer ? optimizer->steps() : 0);
   write_safetensors(path, f);
 }
 
-TrainState load_checkpoint(const std::string& path, Module& model, AdamW* optimizer) {
+TrainState load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer) {
   const SafeTensorsFile f = read_safetensors(path);
   HR_CHECK(meta(f, path, "format") == "headroom-checkpoint-1", path + ": unknown checkpoint format");
   for (auto& [name, t] : model.named_parameters()) {
@@ -66,6 +67,14 @@ TrainState load_checkpoint(const std::string& path, Module& model, AdamW* optimi
     throw Error(path + ": malformed training state in the checkpoint metadata");
   }
   if (optimizer) {
+    // checkpoints from before the optimizer was recorded were all AdamW's
+    const auto saved = f.metadata.count("optimizer") ? f.metadata.at("optimizer") : std::string("adamw");
+    HR_CHECK(saved != "none", path + ": holds no optimizer state (a pruned model?): start a new run from it with "
+                              "train.init_from instead of resuming it");
+    if (saved != optimizer->name()) {
+      s.note = path + " holds " + saved + " state; " + optimizer->name() + " (train.optimizer) starts from fresh state";
+      return s;
+    }
     NamedTensors state = optimizer->state();
     for (auto& [name, t] : state) {
       auto it = f.tensors.find(name);

@@ -1,5 +1,5 @@
-// Checkpoints in the safetensors format: weights under their parameter names, AdamW state under "<name>.adam_m/v",
-// and the training position (step, epoch, batch, RNG stream, best metric) in the metadata. Written atomically: a kill
+// Checkpoints in the safetensors format: weights under their parameter names, the optimizer's state under its own
+// names ("<name>.adam_m", "<name>.sgd_momentum", ...) with the optimizer's name in the metadata, and the training position (step, epoch, batch, RNG stream, best metric) in the metadata. Written atomically: a kill
 // while saving leaves the previous file intact.
 #pragma once
 
@@ -18,12 +18,14 @@ struct TrainState {
   uint64_t rng_seed = 0, rng_offset = 0;
   double best_metric = -std::numeric_limits<double>::infinity();
   int64_t best_step = -1;
+  std::string note;  // set by load_checkpoint when the optimizer state was not restored (another optimizer)
 };
 
-void save_checkpoint(const std::string& path, const Module& model, const AdamW* optimizer, const TrainState& state);
-// Restores weights (every parameter must be present with its shape), optimizer state when `optimizer` is given, and
-// returns the training position. A truncated or foreign file, a missing key or a wrong shape: hr::Error naming the file.
-TrainState load_checkpoint(const std::string& path, Module& model, AdamW* optimizer);
+void save_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer, const TrainState& state);
+// Restores weights (every parameter must be present with its shape), optimizer state when `optimizer` is given (the
+// checkpoint must come from the same optimizer), and returns the training position. A truncated or foreign file, a
+// missing key or a wrong shape: hr::Error naming the file.
+TrainState load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer);
 
 // Loads weights by parameter name (train.init_from). Parameters the file lacks keep their initialisation and are
 // listed in the returned message (e.g. new gates on a trained model); a wrong shape is an error.

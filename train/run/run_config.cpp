@@ -22,12 +22,10 @@ DataOptions read_data(const Config& root) {
   if (!root.has("data")) return d;  // bench and info need no data
   d.present = true;
   const Config c = root.child("data");
-  d.task = c.get_choice("task", {"classification", "squad"}, "classification");
-  if (d.task == "classification") {
-    d.format = c.get_choice("format", {"clinc150", "csv", "tsv", "jsonl"});
-  } else {
-    d.format = c.get_choice("format", {"squad"}, "squad");
-  }
+  d.task = c.get<std::string>("task", d.task);  // checked against the task registry by make_task
+  if (d.task == "classification") d.format = c.get_choice("format", {"clinc150", "csv", "tsv", "jsonl"});
+  else if (d.task == "squad") d.format = c.get_choice("format", {"squad"}, "squad");
+  else d.format = "";  // another task reads its own format keys
   if (d.format == "clinc150") {
     d.path = c.get<std::string>("path");
     d.train_split = c.get<std::string>("train_split", d.train_split);

@@ -19,9 +19,9 @@ struct TokenizerOptions {
 
 struct DataOptions {
   bool present = false;                 // the config has a data: block
-  std::string task = "classification";  // classification | squad
-  std::string format = "clinc150";      // classification: clinc150 | csv | tsv | jsonl; squad: squad
-  // clinc150: one file holding the splits; csv/tsv/jsonl/squad: one file per split (*_path)
+  std::string task = "classification";  // a registered task: classification | squad | ...
+  std::string format = "clinc150";      // classification: clinc150 | csv | tsv | jsonl; squad: squad; else empty
+  // clinc150: one file holding the splits; every other format: one file per split (*_path)
   std::string path;
   std::string train_split = "train", eval_split = "val", test_split = "test";
   bool include_oos = false;

@@ -17,9 +17,9 @@
 #include "kernels/base/error.h"
 #include "framework/ops.h"
 #include "framework/random.h"
-#include "train/tasks/classification_task.h"
-#include "train/tools/prune.h"
-#include "train/tasks/qa_task.h"
+#include "models/head_pruning.h"
+#include "train/run/training_step.h"
+#include "train/tasks/task_registry.h"
 #include "train/tokenizer/wordpiece_trainer.h"
 
 namespace fs = std::filesystem;
@@ -43,37 +43,32 @@ void write_text(const std::string& path, const std::string& text) {
   HR_CHECK(f.good(), "cannot write " + path);
 }
 
-LabelSet read_labels(const std::string& path) {
-  std::ifstream f(path);
-  HR_CHECK(f.good(), "cannot read " + path);
-  std::vector<std::string> labels;
-  for (std::string line; std::getline(f, line);) labels.push_back(line);
-  return LabelSet(labels);
-}
-
-// The task for the config; `labels` from a run directory when continuing one.
-std::unique_ptr<Task> make_task(const RunConfig& rc, std::optional<LabelSet> labels) {
-  if (!rc.data.present) throw ConfigError(rc.root.file() + ": the config has no data: block to train on");
-  if (rc.data.task == "classification") return std::make_unique<ClassificationTask>(rc.data, std::move(labels));
-  return std::make_unique<QaTask>(rc.data);
+// train.gate_lr: the gates' log_alpha may need to travel several units in a short fine-tuning run, far more than the
+// weights, so they get their own peak learning rate on the same schedule.
+std::vector<float> lr_scales(const NamedTensors& params, const TrainOptions& t) {
+  std::vector<float> s;
+  for (const auto& [name, p] : params) {
+    const bool gate = name.size() >= 9 && name.compare(name.size() - 9, 9, "log_alpha") == 0;
+    s.push_back(gate && t.gate_lr > 0.f ? t.gate_lr / t.lr : 1.f);
+  }
+  return s;
 }
 
 // The run's vocab.txt when there is one, else tokenizer.vocab, else one learned from the task's training texts.
-std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerOptions& t, const Task* task, const std::string& run_vocab) {
+std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerOptions& t, const Task& task, const std::string& run_vocab) {
   BasicTokenizer basic(t.lower_case);
   if (!run_vocab.empty() && fs::exists(run_vocab)) return std::make_unique<Tokenizer>(Vocab::load(run_vocab), basic);
   if (!t.vocab.empty()) return std::make_unique<Tokenizer>(Vocab::load(t.vocab), basic);
-  std::vector<std::string> texts;
-  if (const auto* cls = dynamic_cast<const ClassificationTask*>(task)) texts = cls->training_texts();
-  else if (const auto* qa = dynamic_cast<const QaTask*>(task)) texts = qa->training_texts();
-  else throw Error("tokenizer.vocab is required: there are no training texts to learn a vocabulary from");
+  const std::vector<std::string> texts = task.training_texts();
+  HR_CHECK(!texts.empty(), "tokenizer.vocab is required: there are no training texts to learn a vocabulary from");
   std::cerr << "learning a WordPiece vocabulary of " << t.vocab_size << " tokens from the training texts\n";
   return std::make_unique<Tokenizer>(learn_wordpiece_vocab(texts, static_cast<int>(t.vocab_size), basic), basic);
 }
 
-void encode_task(Task& task, const Tokenizer& tok, int64_t max_len) {
-  if (auto* cls = dynamic_cast<ClassificationTask*>(&task)) cls->encode(tok, max_len);
-  if (auto* qa = dynamic_cast<QaTask*>(&task)) qa->encode(tok, max_len);
+std::unique_ptr<Optimizer> make_optimizer(const TrainOptions& t, const NamedTensors& params) {
+  if (t.optimizer == "sgd") return std::make_unique<SGD>(params, matrix_decay_flags(params), 0.9f, t.weight_decay);
+  return std::make_unique<AdamW>(params, matrix_decay_flags(params), AdamWOptions{0.9f, 0.999f, 1e-8f, t.weight_decay},
+                                 lr_scales(params, t));
 }
 
 // The batches of one epoch, a pure function of (seed, epoch): shuffled rows; with bucketing, chunks of 50 batches are
@@ -98,17 +93,6 @@ std::vector<std::vector<int64_t>> epoch_batches(const Task& task, int64_t epoch,
                      rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), at + static_cast<size_t>(batch))));
   if (bucket) std::shuffle(out.begin(), out.end(), rng);
   return out;
-}
-
-// train.gate_lr: the gates' log_alpha may need to travel several units in a short fine-tuning run, far more than the
-// weights, so they get their own peak learning rate on the same schedule.
-std::vector<float> lr_scales(const NamedTensors& params, const TrainOptions& t) {
-  std::vector<float> s;
-  for (const auto& [name, p] : params) {
-    const bool gate = name.size() >= 9 && name.compare(name.size() - 9, 9, "log_alpha") == 0;
-    s.push_back(gate && t.gate_lr > 0.f ? t.gate_lr / t.lr : 1.f);
-  }
-  return s;
 }
 
 // Gate open probabilities per layer (an empty row for a layer without gates) and the expected number of open heads.
@@ -166,19 +150,12 @@ LoadedRun load_run(const std::string& dir, const std::string& which, bool load_d
   r.dir = dir;
   HR_CHECK(fs::exists(dir + "/config.yaml"), dir + " is not a headroom run directory (no config.yaml)");
   r.config = load_run_config(dir + "/config.yaml", overrides);
-  std::optional<LabelSet> labels;
-  if (fs::exists(dir + "/labels.txt")) labels = read_labels(dir + "/labels.txt");
-  ModelDims dims;
-  if (load_data) {
-    r.task = make_task(r.config, labels);
-    dims = r.task->dims();
-  } else if (labels) {
-    dims.num_labels = labels->size();
-  }
-  r.tokenizer = make_tokenizer(r.config.tokenizer, r.task.get(), dir + "/vocab.txt");
+  r.task = make_task(TaskContext{r.config, dir, load_data, ""});
+  r.tokenizer = make_tokenizer(r.config.tokenizer, *r.task, dir + "/vocab.txt");
+  ModelDims dims = r.task->dims();
   dims.vocab_size = r.tokenizer->vocab().size();
   r.model = build_model(r.config.root.child("model"), dims);
-  if (r.task) encode_task(*r.task, *r.tokenizer, r.model->max_len());
+  r.task->encode(*r.tokenizer, r.model->max_len());
   r.config.root.check_all_read();
   if (!which.empty()) {
     const std::string ckpt = dir + "/checkpoint-" + which + ".safetensors";
@@ -205,16 +182,14 @@ int train_command(const TrainArgs& args) {
   if (t.device == Device::CUDA) backend(Device::CUDA);  // a missing GPU is a clear error now, not mid-run
 
   // ---- data, tokenizer, model
-  std::optional<LabelSet> labels;
-  if (resume && fs::exists(dir + "/labels.txt")) labels = read_labels(dir + "/labels.txt");
-  std::unique_ptr<Task> task = make_task(rc, labels);
-  std::unique_ptr<Tokenizer> tok = make_tokenizer(rc.tokenizer, task.get(), resume ? dir + "/vocab.txt" : "");
+  std::unique_ptr<Task> task = make_task(TaskContext{rc, resume ? dir : "", true, dir});
+  std::unique_ptr<Tokenizer> tok = make_tokenizer(rc.tokenizer, *task, resume ? dir + "/vocab.txt" : "");
   manual_seed(static_cast<uint64_t>(t.seed));
   ModelDims dims = task->dims();
   dims.vocab_size = tok->vocab().size();
   std::unique_ptr<EncoderModel> model = build_model(rc.root.child("model"), dims);
   rc.root.check_all_read();
-  encode_task(*task, *tok, model->max_len());
+  task->encode(*tok, model->max_len());
   model->to(t.device);
   if (!t.init_from.empty() && !resume) {
     const std::string note = load_weights(t.init_from, *model);
@@ -225,19 +200,11 @@ int train_command(const TrainArgs& args) {
   if (!resume) {
     write_text(dir + "/config.yaml", rc.root.dump() + "\n");
     tok->vocab().save(dir + "/vocab.txt");
-    if (auto* cls = dynamic_cast<ClassificationTask*>(task.get())) {
-      std::string text;
-      for (const auto& l : cls->labels().labels()) text += l + "\n";
-      write_text(dir + "/labels.txt", text);
-    }
+    task->save(dir);
   }
-  if (auto* qa = dynamic_cast<QaTask*>(task.get())) qa->set_predictions_dir(dir);
 
-  NamedTensors params = model->named_parameters();
-  AdamW adamw(params, matrix_decay_flags(params), AdamWOptions{0.9f, 0.999f, 1e-8f, t.weight_decay},
-              lr_scales(params, t));
-  std::unique_ptr<SGD> sgd;
-  if (t.optimizer == "sgd") sgd = std::make_unique<SGD>(model->parameters(), 0.9f, t.weight_decay);
+  std::unique_ptr<Optimizer> optimizer = make_optimizer(t, model->named_parameters());
+  TrainingStep step(*model, *optimizer, StepOptions{t.grad_accum, t.clip});
 
   const int64_t batches_per_epoch = (task->num_train() + t.batch_size - 1) / t.batch_size;
   const int64_t steps_per_epoch = std::max<int64_t>(1, batches_per_epoch / t.grad_accum);
@@ -255,7 +222,8 @@ int train_command(const TrainArgs& args) {
   st.rng_seed = static_cast<uint64_t>(t.seed);
   if (resume) {
     HR_CHECK(fs::exists(last_ckpt), "cannot resume: no " + last_ckpt);
-    st = load_checkpoint(last_ckpt, *model, &adamw);
+    st = load_checkpoint(last_ckpt, *model, optimizer.get());
+    if (!st.note.empty()) std::cerr << "note: " << st.note << "\n";
     global_generator() = Generator{st.rng_seed, st.rng_offset};
     std::cout << "resuming " << dir << " at step " << st.step << "\n";
   }
@@ -270,10 +238,10 @@ int train_command(const TrainArgs& args) {
             << task->num_train() << " training rows, " << total_steps << " steps on " << device_name(t.device) << "\n";
 
   Progress progress(total_steps, args.quiet);
-  auto save_last = [&]() {
+  auto save_to = [&](const std::string& path) {
     st.rng_seed = global_generator().seed;
     st.rng_offset = global_generator().offset;
-    save_checkpoint(last_ckpt, *model, &adamw, st);
+    save_checkpoint(path, *model, optimizer.get(), st);
   };
   auto run_eval = [&]() {
     if (!task->has_split("eval")) return;
@@ -287,9 +255,7 @@ int train_command(const TrainArgs& args) {
     if (r.primary_value() > st.best_metric) {
       st.best_metric = r.primary_value();
       st.best_step = st.step;
-      st.rng_seed = global_generator().seed;
-      st.rng_offset = global_generator().offset;
-      save_checkpoint(best_ckpt, *model, &adamw, st);
+      save_to(best_ckpt);
     }
   };
 
@@ -303,33 +269,20 @@ int train_command(const TrainArgs& args) {
     const auto batches = epoch_batches(*task, st.epoch, t.seed, t.batch_size, t.bucket_by_length);
     const int64_t steps_this_epoch = static_cast<int64_t>(batches.size()) / t.grad_accum;
     while (st.batch_in_epoch < std::max<int64_t>(1, steps_this_epoch) && st.step < total_steps) {
-      model->zero_grad();
-      double step_loss = 0;
-      bool finite = true;
-      for (int64_t micro = 0; micro < t.grad_accum; ++micro) {
-        const size_t bi = static_cast<size_t>(st.batch_in_epoch * t.grad_accum + micro) % batches.size();
-        const Batch b = task->make_batch(batches[bi], t.device);
-        Tensor loss = task->loss(*model, b, t.label_smoothing);
-        if (Tensor p = model->penalty(); p.defined()) loss = add(loss, p);
-        const float lv = loss.item();
-        window_tokens += b.tokens;
-        if (!std::isfinite(lv)) {
-          finite = false;
-          Tape::current().clear();
-          break;
-        }
-        step_loss += lv / static_cast<double>(t.grad_accum);
-        backward(scale(loss, 1.f / static_cast<float>(t.grad_accum)));
-      }
       const float lr = sched.at(st.step);
-      if (finite) {
-        const float norm = t.clip > 0 ? clip_grad_norm(model->parameters(), t.clip) : grad_norm(model->parameters());
-        finite = std::isfinite(norm);
-      }
+      const StepResult r = step.run(
+          [&](int64_t micro) {
+            const size_t bi = static_cast<size_t>(st.batch_in_epoch * t.grad_accum + micro) % batches.size();
+            const Batch b = task->make_batch(batches[bi], t.device);
+            window_tokens += b.tokens;
+            Tensor loss = task->loss(*model, b, t.label_smoothing);
+            if (Tensor p = model->penalty(); p.defined()) loss = add(loss, p);
+            return loss;
+          },
+          lr);
       ++st.batch_in_epoch;
       ++st.step;
-      if (!finite) {
-        model->zero_grad();
+      if (!r.applied) {
         ++bad_steps;
         progress.message("step " + std::to_string(st.step) + ": non-finite loss or gradient; step skipped (" +
                          std::to_string(bad_steps) + " in a row)");
@@ -343,9 +296,7 @@ int train_command(const TrainArgs& args) {
         continue;
       }
       bad_steps = 0;
-      if (sgd) sgd->step(lr);
-      else adamw.step(lr);
-      window_loss += step_loss;
+      window_loss += r.loss;
       ++window_steps;
       const bool log_now = st.step % t.log_every == 0 || st.step == total_steps;
       const double secs = std::chrono::duration<double>(Clock::now() - window_start).count();
@@ -363,7 +314,7 @@ int train_command(const TrainArgs& args) {
       }
       if (t.eval_every > 0 && st.step % t.eval_every == 0) {
         run_eval();
-        save_last();
+        save_to(last_ckpt);
       }
     }
     if (st.batch_in_epoch >= std::max<int64_t>(1, steps_this_epoch)) {
@@ -372,13 +323,13 @@ int train_command(const TrainArgs& args) {
       // during a streak of non-finite steps the weights are suspect: keep the last good checkpoint
       if (bad_steps == 0) {
         if (t.eval_every == 0) run_eval();
-        save_last();
+        save_to(last_ckpt);
       }
     }
   }
   if (bad_steps == 0) {
     if (t.eval_every > 0 && st.step % t.eval_every != 0) run_eval();
-    save_last();
+    save_to(last_ckpt);
   }
 
   // final report: the best checkpoint on the test split (or the last one when there is no eval split)

@@ -1,9 +1,12 @@
 #include "train/tasks/classification_task.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <numeric>
 
+#include "framework/atomic_file.h"
 #include "framework/autograd.h"
 #include "kernels/base/error.h"
 #include "framework/ops.h"
@@ -84,7 +87,13 @@ std::vector<TextExample> ClassificationTask::load(const DataOptions& d, const st
   return std::move(r.examples);
 }
 
-ClassificationTask::ClassificationTask(const DataOptions& data, std::optional<LabelSet> labels) : data_(data) {
+ClassificationTask::ClassificationTask(const DataOptions& data, std::optional<LabelSet> labels, bool load_data)
+    : data_(data) {
+  if (!load_data) {
+    HR_CHECK(labels, "classification: without the data, the labels must come from the run's labels.txt");
+    labels_ = *labels;
+    return;
+  }
   train_examples_ = load(data, "train", labels);
   HR_CHECK(!train_examples_.empty(), "no training examples were loaded");
   labels_ = labels ? *labels : LabelSet::from_examples(train_examples_);
@@ -101,7 +110,8 @@ std::vector<std::string> ClassificationTask::training_texts() const {
 }
 
 void ClassificationTask::encode(const Tokenizer& tok, int64_t max_len) {
-  pad_id_ = tok.vocab().pad_id();
+  tok_ = &tok;
+  max_len_ = max_len;
   train_ids_.clear();
   train_labels_.clear();
   for (const auto& e : train_examples_) {
@@ -118,7 +128,25 @@ void ClassificationTask::encode(const Tokenizer& tok, int64_t max_len) {
   }
 }
 
-ModelDims ClassificationTask::dims() const { return {0, labels_.size()}; }
+ModelDims ClassificationTask::dims() const { return {0, labels_.size(), 0}; }
+
+void ClassificationTask::save(const std::string& run_dir) const {
+  std::string text;
+  for (const auto& l : labels_.labels()) text += l + "\n";
+  write_file_atomically(run_dir + "/labels.txt", [&](std::ostream& f) { f << text; });
+}
+
+std::unique_ptr<Task> make_classification_task(const TaskContext& ctx) {
+  std::optional<LabelSet> labels;
+  if (const std::string path = ctx.run_dir + "/labels.txt"; !ctx.run_dir.empty() && std::filesystem::exists(path)) {
+    std::ifstream f(path);
+    HR_CHECK(f.good(), "cannot read " + path);
+    std::vector<std::string> names;
+    for (std::string line; std::getline(f, line);) names.push_back(line);
+    labels = LabelSet(names);
+  }
+  return std::make_unique<ClassificationTask>(ctx.config.data, std::move(labels), ctx.load_data);
+}
 
 Batch ClassificationTask::make_batch(const std::vector<int64_t>& rows, Device d) const {
   std::vector<std::vector<int32_t>> ids;
@@ -129,7 +157,7 @@ Batch ClassificationTask::make_batch(const std::vector<int64_t>& rows, Device d)
     labels.push_back(train_labels_[static_cast<size_t>(r)]);
     b.tokens += static_cast<int64_t>(ids.back().size());
   }
-  b.input = make_encoder_input(ids, pad_id_, d);
+  b.input = make_encoder_input(ids, tok_->vocab().pad_id(), d);
   b.labels = Tensor::from_ids(labels, {static_cast<int64_t>(labels.size())}, d);
   return b;
 }
@@ -156,7 +184,7 @@ Batch ClassificationTask::make_split_batch(const std::string& split, const std::
     labels.push_back(s.labels[static_cast<size_t>(r)]);
     b.tokens += static_cast<int64_t>(ids.back().size());
   }
-  b.input = make_encoder_input(ids, pad_id_, d);
+  b.input = make_encoder_input(ids, tok_->vocab().pad_id(), d);
   b.labels = Tensor::from_ids(labels, {static_cast<int64_t>(labels.size())}, d);
   return b;
 }
@@ -173,7 +201,7 @@ EvalResult ClassificationTask::evaluate(EncoderModel& model, const std::string& 
     const size_t end = std::min(s.ids.size(), at + static_cast<size_t>(batch_size));
     std::vector<std::vector<int32_t>> rows(s.ids.begin() + static_cast<std::ptrdiff_t>(at),
                                            s.ids.begin() + static_cast<std::ptrdiff_t>(end));
-    const std::vector<float> logits = model.forward(make_encoder_input(rows, pad_id_, d)).to_vector();
+    const std::vector<float> logits = model.forward(make_encoder_input(rows, tok_->vocab().pad_id(), d)).to_vector();
     const size_t C = static_cast<size_t>(labels_.size());
     for (size_t i = 0; i < rows.size(); ++i) {
       const auto* row = logits.data() + i * C;
@@ -188,18 +216,32 @@ EvalResult ClassificationTask::evaluate(EncoderModel& model, const std::string& 
   return r;
 }
 
-std::vector<std::vector<float>> ClassificationTask::predict(EncoderModel& model, const Tokenizer& tok, int64_t max_len,
-                                                            const std::vector<std::string>& texts, Device d) const {
+std::vector<nlohmann::json> ClassificationTask::predict(EncoderModel& model, const std::vector<nlohmann::json>& requests,
+                                                        Device d, int64_t batch_size, int top) const {
+  HR_CHECK(tok_, "ClassificationTask::predict before encode");
+  const bool was_training = model.training();
   model.eval();
   NoGradGuard ng;
-  std::vector<std::vector<int32_t>> rows;
-  for (const auto& t : texts) rows.push_back(encode_text_row(tok, TextExample{t, {}, "", "<input>"}, max_len));
-  const Tensor probs = softmax(model.forward(make_encoder_input(rows, tok.vocab().pad_id(), d)));
-  const std::vector<float> p = probs.to_vector();
+  std::vector<nlohmann::json> out;
   const size_t C = static_cast<size_t>(labels_.size());
-  std::vector<std::vector<float>> out;
-  for (size_t i = 0; i < texts.size(); ++i) out.emplace_back(p.begin() + static_cast<std::ptrdiff_t>(i * C),
-                                                             p.begin() + static_cast<std::ptrdiff_t>((i + 1) * C));
+  for (size_t at = 0; at < requests.size(); at += static_cast<size_t>(batch_size)) {
+    const size_t stop = std::min(requests.size(), at + static_cast<size_t>(batch_size));
+    std::vector<std::vector<int32_t>> rows;
+    for (size_t i = at; i < stop; ++i)
+      rows.push_back(encode_text_row(*tok_, TextExample{requests[i]["text"], {}, "", "<input>"}, max_len_));
+    const std::vector<float> p = softmax(model.forward(make_encoder_input(rows, tok_->vocab().pad_id(), d))).to_vector();
+    for (size_t i = at; i < stop; ++i) {
+      const float* probs = p.data() + (i - at) * C;
+      std::vector<int32_t> order(C);
+      for (size_t c = 0; c < C; ++c) order[c] = static_cast<int32_t>(c);
+      std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return probs[a] > probs[b]; });
+      nlohmann::json top_k = nlohmann::json::array();
+      for (int k = 0; k < top && k < static_cast<int>(C); ++k)
+        top_k.push_back({{"label", labels_.name(order[static_cast<size_t>(k)])}, {"probability", probs[order[static_cast<size_t>(k)]]}});
+      out.push_back({{"text", requests[i]["text"]}, {"label", top_k[0]["label"]}, {"top", top_k}});
+    }
+  }
+  model.train(was_training);
   return out;
 }
 

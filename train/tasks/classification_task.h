@@ -9,21 +9,23 @@
 #include "train/data/label_set.h"
 #include "train/run/run_config.h"
 #include "train/tasks/task.h"
+#include "train/tasks/task_registry.h"
 #include "train/tokenizer/tokenizer.h"
 
 namespace hr {
 
 class ClassificationTask : public Task {
  public:
-  // Reads every configured split. Data issues are printed (each with file and line) and counted; with
-  // data.on_error = fail the first one throws.
-  ClassificationTask(const DataOptions& data, std::optional<LabelSet> labels);
-  std::vector<std::string> training_texts() const;
-  void encode(const Tokenizer& tok, int64_t max_len);  // before batching
+  // Reads every configured split (none without load_data: then `labels` is required). Data issues are printed (each
+  // with file and line) and counted; with data.on_error = fail the first one throws.
+  ClassificationTask(const DataOptions& data, std::optional<LabelSet> labels, bool load_data = true);
   const LabelSet& labels() const { return labels_; }
   int64_t data_issues() const { return issues_; }
 
   ModelDims dims() const override;
+  std::vector<std::string> training_texts() const override;
+  void encode(const Tokenizer& tok, int64_t max_len) override;
+  void save(const std::string& run_dir) const override;  // labels.txt, one label a line in id order
   int64_t num_train() const override { return static_cast<int64_t>(train_ids_.size()); }
   int64_t train_length(int64_t row) const override { return static_cast<int64_t>(train_ids_[row].size()); }
   Batch make_batch(const std::vector<int64_t>& rows, Device d) const override;
@@ -32,10 +34,10 @@ class ClassificationTask : public Task {
   EvalResult evaluate(EncoderModel& model, const std::string& split, Device d, int64_t batch_size) override;
   int64_t split_rows(const std::string& split) const override;
   Batch make_split_batch(const std::string& split, const std::vector<int64_t>& rows, Device d) const override;
-
-  // Class probabilities (B, num_labels) for texts, in eval mode.
-  std::vector<std::vector<float>> predict(EncoderModel& model, const Tokenizer& tok, int64_t max_len,
-                                          const std::vector<std::string>& texts, Device d) const;
+  std::vector<std::string> input_fields() const override { return {"text"}; }
+  // {"text", "label": the best label, "top": [{"label", "probability"}] the `top` best}
+  std::vector<nlohmann::json> predict(EncoderModel& model, const std::vector<nlohmann::json>& requests, Device d,
+                                      int64_t batch_size, int top) const override;
 
  private:
   struct Split {
@@ -51,9 +53,13 @@ class ClassificationTask : public Task {
   std::vector<std::vector<int32_t>> train_ids_;
   std::vector<int32_t> train_labels_;
   std::map<std::string, Split> eval_splits_;  // "eval", "test"
-  int32_t pad_id_ = 0;
+  const Tokenizer* tok_ = nullptr;
+  int64_t max_len_ = 0;
   int64_t issues_ = 0;
 };
+
+// The registry's factory: labels from the run directory's labels.txt when there is one.
+std::unique_ptr<Task> make_classification_task(const TaskContext& ctx);
 
 // Token rows for texts: [CLS] wordpieces [SEP], truncated to max_len (pre-tokenised ids are wrapped the same way).
 std::vector<int32_t> encode_text_row(const Tokenizer& tok, const TextExample& ex, int64_t max_len);

@@ -169,7 +169,9 @@ SquadData QaTask::load(const std::string& path) {
   return d;
 }
 
-QaTask::QaTask(const DataOptions& data) : data_(data) {
+QaTask::QaTask(const DataOptions& data, bool load_data, std::string predictions_dir)
+    : data_(data), predictions_dir_(std::move(predictions_dir)) {
+  if (!load_data) return;
   train_examples_ = load(data.train_path).train;
   HR_CHECK(!train_examples_.empty(), data.train_path + ": no question with a verified answer to train on");
   if (!data.eval_path.empty()) eval_splits_["eval"] = load(data.eval_path).eval;
@@ -256,6 +258,27 @@ EvalResult QaTask::evaluate(EncoderModel& model, const std::string& split, Devic
   r.metrics = {{"exact_match", s.exact_match}, {"f1", s.f1}};
   r.primary = "f1";
   return r;
+}
+
+std::vector<nlohmann::json> QaTask::predict(EncoderModel& model, const std::vector<nlohmann::json>& requests, Device d,
+                                            int64_t batch_size, int) const {
+  HR_CHECK(tok_, "QaTask::predict before encode");
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const auto& r : requests) inputs.emplace_back(r["question"], r["context"]);
+  const auto answers = predict_answers(model, *tok_, windowing(max_len_), data_.max_answer_len, inputs, d, batch_size);
+  std::vector<nlohmann::json> out;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const QaPrediction& a = answers[i];
+    nlohmann::json j = {{"question", inputs[i].first}, {"answer", a.text}};
+    j["score"] = a.found ? nlohmann::json(a.score) : nlohmann::json(nullptr);
+    j["offsets"] = a.found ? nlohmann::json::array({a.begin, a.end}) : nlohmann::json(nullptr);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::unique_ptr<Task> make_qa_task(const TaskContext& ctx) {
+  return std::make_unique<QaTask>(ctx.config.data, ctx.load_data, ctx.output_dir);
 }
 
 }  // namespace hr

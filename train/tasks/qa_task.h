@@ -8,6 +8,7 @@
 #include "train/data/squad_data.h"
 #include "train/run/run_config.h"
 #include "train/tasks/task.h"
+#include "train/tasks/task_registry.h"
 #include "train/tokenizer/tokenizer.h"
 
 namespace hr {
@@ -66,20 +67,19 @@ std::vector<QaPrediction> predict_answers(EncoderModel& model, const Tokenizer& 
 
 class QaTask : public Task {
  public:
-  // Loads train_path (its train view: verified answers only) and eval_path / test_path (their eval views). Data
-  // issues, misplaced answers among them, are printed and counted; with data.on_error = fail the first one throws.
-  explicit QaTask(const DataOptions& data);
-  std::vector<std::string> training_texts() const;  // questions and contexts (to learn a vocabulary)
-  // Tokenizes the training windows; `tok` must outlive the task (evaluation tokenizes with it).
-  void encode(const Tokenizer& tok, int64_t max_len);
-  // Where evaluate() writes {id: answer}: DIR/predictions.json for the eval split, predictions-<split>.json else.
-  void set_predictions_dir(const std::string& dir) { predictions_dir_ = dir; }
+  // Loads train_path (its train view: verified answers only) and eval_path / test_path (their eval views); nothing
+  // without load_data. Data issues, misplaced answers among them, are printed and counted; with data.on_error = fail
+  // the first one throws. evaluate() writes {id: answer} into `predictions_dir` when set: predictions.json for the
+  // eval split, predictions-<split>.json else.
+  QaTask(const DataOptions& data, bool load_data = true, std::string predictions_dir = "");
   int64_t data_issues() const { return issues_; }
   int64_t misplaced_answers() const { return misplaced_; }
   int64_t num_train_questions() const { return static_cast<int64_t>(train_examples_.size()); }
   QaWindowing windowing(int64_t max_len) const { return {max_len, data_.max_query_len, data_.doc_stride}; }
 
-  ModelDims dims() const override { return {}; }
+  ModelDims dims() const override { return {0, 0, 2}; }  // segments: question and context
+  std::vector<std::string> training_texts() const override;  // questions and contexts (to learn a vocabulary)
+  void encode(const Tokenizer& tok, int64_t max_len) override;
   int64_t num_train() const override { return static_cast<int64_t>(train_rows_.size()); }
   int64_t train_length(int64_t row) const override {
     return static_cast<int64_t>(train_rows_[static_cast<size_t>(row)].ids.size());
@@ -91,6 +91,11 @@ class QaTask : public Task {
   bool has_split(const std::string& split) const override { return eval_splits_.count(split) > 0; }
   // exact_match and f1 (percent, the official SQuAD v1.1 metric); primary f1.
   EvalResult evaluate(EncoderModel& model, const std::string& split, Device d, int64_t batch_size) override;
+  std::vector<std::string> input_fields() const override { return {"question", "context"}; }
+  // {"question", "answer", "score", "offsets": [begin, end) code points of the context}; null score and offsets when
+  // the context has no token
+  std::vector<nlohmann::json> predict(EncoderModel& model, const std::vector<nlohmann::json>& requests, Device d,
+                                      int64_t batch_size, int top) const override;
 
  private:
   SquadData load(const std::string& path);
@@ -104,5 +109,8 @@ class QaTask : public Task {
   std::string predictions_dir_;
   int64_t issues_ = 0, misplaced_ = 0;
 };
+
+// The registry's factory: the run directory (when training) receives the predictions.
+std::unique_ptr<Task> make_qa_task(const TaskContext& ctx);
 
 }  // namespace hr

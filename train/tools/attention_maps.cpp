@@ -4,7 +4,6 @@
 
 #include "framework/autograd.h"
 #include "kernels/base/error.h"
-#include "models/encoder_layer.h"
 #include "train/tools/plot.h"
 #include "train/run/trainer.h"
 
@@ -46,11 +45,11 @@ TokenRow encode_input(const Tokenizer& tok, const std::string& a, const std::str
 int attention_command(const AttentionArgs& args) {
   LoadedRun run = load_run(args.run_dir, args.which, /*load_data=*/false);
   EncoderModel& model = *run.model;
-  const bool qa = model.task() == EncoderModel::Task::SpanQA;
-  HR_CHECK(qa ? !args.question.empty() && !args.context.empty() : !args.text.empty(),
-           qa ? "attention: this is a QA run: give --question and --context" : "attention: give --text");
-  const TokenRow row = qa ? encode_input(*run.tokenizer, args.question, args.context, model.max_len())
-                          : encode_input(*run.tokenizer, args.text, "", model.max_len());
+  const bool pair = run.task->input_fields().size() == 2;  // question and context, as segments 0 and 1
+  HR_CHECK(pair ? !args.question.empty() && !args.context.empty() : !args.text.empty(),
+           pair ? "attention: this is a QA run: give --question and --context" : "attention: give --text");
+  const TokenRow row = pair ? encode_input(*run.tokenizer, args.question, args.context, model.max_len())
+                            : encode_input(*run.tokenizer, args.text, "", model.max_len());
   std::vector<std::vector<int32_t>> segs{row.segments};
   const EncoderInput in = make_encoder_input({row.ids}, run.tokenizer->vocab().pad_id(), model.device(),
                                              model.segments() > 0 ? &segs : nullptr);
@@ -64,11 +63,10 @@ int attention_command(const AttentionArgs& args) {
   // layers x heads; a layer's missing heads (pruned) and closed gates are marked
   const int64_t T = static_cast<int64_t>(row.ids.size());
   int64_t max_heads = 1;
-  std::vector<const MultiHeadAttention*> attn;
+  std::vector<const AttentionHeads*> attn;
   for (size_t i = 0; i < model.num_layers(); ++i) {
-    auto* enc = dynamic_cast<EncoderLayer*>(&model.layer(i));
-    attn.push_back(enc ? &enc->attn : nullptr);
-    if (enc) max_heads = std::max(max_heads, enc->attn.options().heads);
+    attn.push_back(model.layer(i).heads());
+    if (attn.back()) max_heads = std::max(max_heads, attn.back()->num_heads());
   }
   HeatmapGrid grid;
   grid.rows = grid.cols = T;
@@ -82,10 +80,10 @@ int attention_command(const AttentionArgs& args) {
   }
   for (size_t i = 0; i < attn.size(); ++i) {
     if (!attn[i]) continue;
-    const int64_t H = attn[i]->options().heads;
-    std::vector<float> probs, z;
+    const int64_t H = attn[i]->num_heads();
+    std::vector<float> probs;
     if (H > 0) probs = maps.at(map_index++).to_vector();  // (1, H, T, T)
-    if (attn[i]->gates) z = attn[i]->gates->eval_z().to_vector();
+    const std::vector<float> z = attn[i]->gate_values();
     if (single && static_cast<int>(i) != args.layer) continue;
     grid.row_titles.push_back("layer " + std::to_string(i));
     for (int64_t h = 0; h < max_heads; ++h) {

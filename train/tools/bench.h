@@ -22,11 +22,13 @@ int bench_command(const BenchOptions& opt);
 class EncoderModel;
 // Median wall time (ms) of an eval-mode forward pass over a batch of B random sequences of T tokens.
 double forward_latency_ms(EncoderModel& model, int64_t B, int64_t T, int64_t vocab, int runs);
-// Wall time (s) of each of `steps` training steps (forward, loss, backward, clipping, AdamW) on a synthetic batch of
-// B x T tokens after `warmup` untimed ones, and the system allocations the timed steps made. Changes the weights.
+// Wall time (s) of each of `steps` training steps (train/run/training_step.h: forward, loss, backward, clipping,
+// AdamW) on a synthetic batch of B x T tokens after `warmup` untimed ones, the system allocations the timed steps
+// made, and the last step's loss. A non-finite step is an error. Changes the weights.
 struct TrainingTiming {
   std::vector<double> step_seconds;
   size_t system_allocations = 0;
+  double final_loss = 0;
 };
 TrainingTiming time_training_steps(EncoderModel& model, int64_t B, int64_t T, int64_t vocab, int64_t warmup,
                                    int64_t steps);

@@ -5,7 +5,6 @@
 #include "framework/autograd.h"
 #include "kernels/base/error.h"
 #include "framework/ops.h"
-#include "models/encoder_layer.h"
 
 namespace hr {
 
@@ -13,12 +12,13 @@ HeadScores head_importance(EncoderModel& model, const Task& task, const Importan
   HR_CHECK(opt.batch_size > 0, "head importance: batch size must be > 0");
   const int64_t rows = task.split_rows(opt.split);
   HR_CHECK(rows > 0, "head importance: the '" + opt.split + "' split is empty");
-  std::vector<MultiHeadAttention*> attn(model.num_layers(), nullptr);
+  std::vector<AttentionHeads*> attn(model.num_layers(), nullptr);
+  std::vector<Tensor> masks(model.num_layers());
   HeadScores total(model.num_layers());
   for (size_t i = 0; i < model.num_layers(); ++i) {
-    if (auto* enc = dynamic_cast<EncoderLayer*>(&model.layer(i)); enc && enc->attn.options().heads > 0) {
-      attn[i] = &enc->attn;
-      total[i].assign(static_cast<size_t>(enc->attn.options().heads), 0.f);
+    if (AttentionHeads* a = model.layer(i).heads(); a && a->num_heads() > 0) {
+      attn[i] = a;
+      total[i].assign(static_cast<size_t>(a->num_heads()), 0.f);
     }
   }
   const bool was_training = model.training();
@@ -28,14 +28,17 @@ HeadScores head_importance(EncoderModel& model, const Task& task, const Importan
     std::vector<int64_t> idx;
     for (int64_t r = at; r < std::min(rows, at + opt.batch_size); ++r) idx.push_back(r);
     const int64_t B = static_cast<int64_t>(idx.size());
-    for (MultiHeadAttention* a : attn)
-      if (a) a->head_mask = Tensor::full({B, a->options().heads}, 1.f, opt.device).set_requires_grad();
+    for (size_t i = 0; i < attn.size(); ++i) {
+      if (!attn[i]) continue;
+      masks[i] = Tensor::full({B, attn[i]->num_heads()}, 1.f, opt.device).set_requires_grad();
+      attn[i]->set_head_mask(masks[i]);
+    }
     const Batch batch = task.make_split_batch(opt.split, idx, opt.device);
     // The loss is a mean over the batch; times B it is the sum, whose gradient wrt xi_{b,h} is example b's own.
     backward(scale(task.loss(model, batch, 0.f), static_cast<float>(B)));
     for (size_t i = 0; i < attn.size(); ++i) {
       if (!attn[i]) continue;
-      const Tensor g = attn[i]->head_mask.grad();
+      const Tensor g = masks[i].grad();
       if (!g.defined()) continue;  // the loss does not depend on this layer's heads
       const std::vector<float> gv = g.to_vector();  // (B, H)
       const size_t H = total[i].size();
@@ -45,8 +48,8 @@ HeadScores head_importance(EncoderModel& model, const Task& task, const Importan
     examples += B;
     ++batch_index;
   }
-  for (MultiHeadAttention* a : attn)
-    if (a) a->head_mask = Tensor();
+  for (AttentionHeads* a : attn)
+    if (a) a->set_head_mask(Tensor());
   model.zero_grad();
   model.train(was_training);
   for (auto& row : total)

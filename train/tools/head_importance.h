@@ -8,12 +8,11 @@
 #include <vector>
 
 #include "models/encoder_model.h"
+#include "models/head_pruning.h"
 #include "train/tasks/task.h"
 
 namespace hr {
 
-// Per layer, one score per head (an empty row for a layer without attention heads).
-using HeadScores = std::vector<std::vector<float>>;
 
 struct ImportanceOptions {
   std::string split = "eval";  // train | eval | test

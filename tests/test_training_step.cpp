@@ -1,0 +1,199 @@
+// The training step's arithmetic on its own (train/run/training_step.h): owned gradient buffers, the global norm,
+// clipping, gradient accumulation over micro-batches, and the non-finite skip.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <set>
+
+#include "framework/autograd.h"
+#include "framework/config.h"
+#include "framework/ops.h"
+#include "framework/optim.h"
+#include "framework/random.h"
+#include "models/encoder_model.h"
+#include "train/run/training_step.h"
+
+using namespace hr;
+
+namespace {
+
+// An optimizer that changes nothing and keeps a copy of every gradient it was given.
+class RecordingOptimizer : public Optimizer {
+ public:
+  explicit RecordingOptimizer(NamedTensors params) : Optimizer(std::move(params), {}) {}
+  const char* name() const override { return "recording"; }
+  void step(float) override {
+    ++steps_;
+    seen.clear();
+    for (const auto& [n, p] : params_) seen.push_back(p.grad().to_vector());
+  }
+  std::vector<std::vector<float>> seen;
+};
+
+class TwoParams : public Module {
+ public:
+  TwoParams()
+      : used(register_parameter("used", {3}, Init::constant(1.f))),
+        unused(register_parameter("unused", {2, 2}, Init::constant(1.f))) {}
+  Tensor& used;
+  Tensor& unused;
+};
+
+double norm_of(const std::vector<std::vector<float>>& grads) {
+  double s = 0;
+  for (const auto& g : grads)
+    for (float v : g) s += double(v) * v;
+  return std::sqrt(s);
+}
+
+std::unique_ptr<EncoderModel> tiny_model() {
+  manual_seed(3);
+  return build_model(Config::parse(R"(
+type: encoder_classifier
+d_model: 8
+ffn_dim: 16
+max_len: 8
+dropout: 0.0
+pooling: mean
+layers:
+  - repeat: 2
+    attention: {heads: 2, head_dim: 4}
+)", "<test>"), ModelDims{20, 3, 0});
+}
+
+// Rows of random ids and labels, 4 rows per micro-batch.
+struct Data {
+  std::vector<std::vector<int32_t>> rows;
+  std::vector<int32_t> labels;
+};
+Data make_data(int n) {
+  Data d;
+  for (int i = 0; i < n; ++i) {
+    std::vector<int32_t> r;
+    for (int t = 0; t < 3 + i % 4; ++t) r.push_back(1 + (i * 7 + t * 3) % 19);
+    d.rows.push_back(r);
+    d.labels.push_back(i % 3);
+  }
+  return d;
+}
+Tensor loss_of_rows(EncoderModel& m, const Data& d, int first, int count) {
+  std::vector<std::vector<int32_t>> rows(d.rows.begin() + first, d.rows.begin() + first + count);
+  std::vector<int32_t> labels(d.labels.begin() + first, d.labels.begin() + first + count);
+  return cross_entropy(m.forward(make_encoder_input(rows, 0, Device::CPU)), Tensor::from_ids(labels, {count}));
+}
+
+}  // namespace
+
+TEST_CASE("every parameter owns a gradient buffer: zero when the loss does not reach it, never shared") {
+  TwoParams m;
+  backward(sum(mul(m.used, m.used)));
+  REQUIRE(m.unused.grad().defined());
+  CHECK(m.unused.grad().to_vector() == std::vector<float>(4, 0.f));
+  CHECK(m.used.grad().to_vector() == std::vector<float>{2.f, 2.f, 2.f});
+
+  // one upstream gradient feeding two parameters (add's backward hands both the same g): accumulating into one must
+  // not change the other
+  TwoParams n;
+  Tensor two = reshape(n.unused, {4});
+  backward(sum(add(slice(two, 0, 0, 3), n.used)));
+  backward(sum(scale(n.used, 3.f)));
+  CHECK(n.used.grad().to_vector() == std::vector<float>{4.f, 4.f, 4.f});
+  CHECK(n.unused.grad().to_vector() == std::vector<float>{1.f, 1.f, 1.f, 0.f});
+
+  // in a flat buffer the ranges are disjoint and cover it
+  auto model = tiny_model();
+  FlatGradients flat(model->parameters());
+  std::set<const float*> starts;
+  int64_t total = 0;
+  for (const Tensor& p : model->parameters()) {
+    const float* g = p.grad().data();
+    CHECK(g >= flat.flat().data());
+    CHECK(g + p.numel() <= flat.flat().data() + flat.numel());
+    starts.insert(g);
+    total += p.numel();
+  }
+  CHECK(starts.size() == model->parameters().size());
+  CHECK(total == flat.numel());
+}
+
+TEST_CASE("grad_norm is the global L2 norm; clipping caps it and keeps the direction") {
+  TwoParams m;
+  backward(add(sum(scale(m.used, 2.f)), sum(scale(m.unused, -4.f))));  // grads: 3 x 2 and 4 x -4
+  const float expected = std::sqrt(3.f * 4.f + 4.f * 16.f);  // sqrt(76)
+  CHECK(grad_norm(m.parameters()) == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(clip_grad_norm(m.parameters(), 100.f) == doctest::Approx(expected).epsilon(1e-6));  // below: untouched
+  CHECK(m.used.grad().to_vector() == std::vector<float>{2.f, 2.f, 2.f});
+  CHECK(clip_grad_norm(m.parameters(), 1.f) == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(grad_norm(m.parameters()) == doctest::Approx(1.f).epsilon(1e-5));
+  for (float v : m.used.grad().to_vector()) CHECK(v == doctest::Approx(2.f / expected).epsilon(1e-5));
+  for (float v : m.unused.grad().to_vector()) CHECK(v == doctest::Approx(-4.f / expected).epsilon(1e-5));
+}
+
+TEST_CASE("the training step clips to the global norm, keeps the direction, and reports the norm before clipping") {
+  for (const float clip : {0.f, 1e-3f}) {
+    CAPTURE(clip);
+    auto model = tiny_model();
+    RecordingOptimizer opt(model->named_parameters());
+    TrainingStep step(*model, opt, StepOptions{1, clip});
+    const Data d = make_data(4);
+    const StepResult r = step.run([&](int64_t) { return loss_of_rows(*model, d, 0, 4); }, 1.f);
+    REQUIRE(r.applied);
+    const double seen = norm_of(opt.seen);
+    if (clip == 0.f) {
+      CHECK(seen == doctest::Approx(r.grad_norm).epsilon(1e-5));
+      CHECK(r.grad_norm > 1e-2f);  // so that 1e-3 really clips
+    } else {
+      CHECK(seen == doctest::Approx(clip).epsilon(1e-3));
+      // the same direction as the unclipped gradient: compare with a fresh run without clipping
+      auto ref_model = tiny_model();
+      RecordingOptimizer ref(ref_model->named_parameters());
+      TrainingStep ref_step(*ref_model, ref, StepOptions{1, 0.f});
+      ref_step.run([&](int64_t) { return loss_of_rows(*ref_model, d, 0, 4); }, 1.f);
+      CHECK(r.grad_norm == doctest::Approx(norm_of(ref.seen)).epsilon(1e-5));
+      const double c = clip / norm_of(ref.seen);
+      for (size_t i = 0; i < opt.seen.size(); ++i)
+        for (size_t j = 0; j < opt.seen[i].size(); ++j)
+          CHECK(opt.seen[i][j] == doctest::Approx(ref.seen[i][j] * c).epsilon(1e-3).scale(1e-7));
+    }
+  }
+}
+
+TEST_CASE("grad_accum: k micro-batches of b give the update of one batch of k*b (dropout off)") {
+  const Data d = make_data(8);
+  auto whole = tiny_model();
+  RecordingOptimizer one(whole->named_parameters());
+  TrainingStep big(*whole, one, StepOptions{1, 0.f});
+  const StepResult rb = big.run([&](int64_t) { return loss_of_rows(*whole, d, 0, 8); }, 1.f);
+
+  auto parts = tiny_model();
+  RecordingOptimizer two(parts->named_parameters());
+  TrainingStep accum(*parts, two, StepOptions{2, 0.f});
+  const StepResult ra = accum.run([&](int64_t micro) { return loss_of_rows(*parts, d, 4 * static_cast<int>(micro), 4); },
+                                  1.f);
+  REQUIRE(rb.applied);
+  REQUIRE(ra.applied);
+  // equal-sized micro-batches: the mean of the two means is the mean of the whole batch
+  CHECK(ra.loss == doctest::Approx(rb.loss).epsilon(1e-5));
+  CHECK(ra.grad_norm == doctest::Approx(rb.grad_norm).epsilon(1e-4));
+  REQUIRE(one.seen.size() == two.seen.size());
+  for (size_t i = 0; i < one.seen.size(); ++i)
+    for (size_t j = 0; j < one.seen[i].size(); ++j)
+      CHECK(two.seen[i][j] == doctest::Approx(one.seen[i][j]).epsilon(1e-4).scale(1e-6));
+}
+
+TEST_CASE("a non-finite loss skips the step: no update, gradients zero, the tape freed") {
+  auto model = tiny_model();
+  RecordingOptimizer opt(model->named_parameters());
+  TrainingStep step(*model, opt, StepOptions{2, 1.f});
+  const Data d = make_data(8);
+  const StepResult r = step.run(
+      [&](int64_t micro) {
+        Tensor l = loss_of_rows(*model, d, 0, 4);
+        return micro == 1 ? scale(l, std::numeric_limits<float>::infinity()) : l;
+      },
+      1.f);
+  CHECK_FALSE(r.applied);
+  CHECK(opt.steps() == 0);
+  CHECK(Tape::current().size() == 0);
+  CHECK(grad_norm(model->parameters()) == 0.f);
+}
