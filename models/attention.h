@@ -49,6 +49,7 @@ class MultiHeadAttention : public Module, public AttentionHeads {
   int64_t head_dim() const override { return opt_.head_dim; }
   std::vector<float> gate_open_probability() const override;
   std::vector<float> gate_values() const override;
+  std::vector<Tensor> gate_parameters() const override { return gates ? gates->parameters() : std::vector<Tensor>{}; }
   void set_head_mask(const Tensor& mask) override { head_mask_ = mask; }
   bool cross_layer() const override { return opt_.cross_layer; }
   std::vector<int64_t> exact_closure(std::vector<int64_t> keep) const override;

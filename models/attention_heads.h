@@ -21,6 +21,8 @@ class AttentionHeads {
   // L0 gates, per head: P(z > 0) and the deterministic (evaluation) z; empty when the heads have no gates.
   virtual std::vector<float> gate_open_probability() const = 0;
   virtual std::vector<float> gate_values() const = 0;
+  // The gates' trainable parameters (train.gate_lr gives them their own learning rate); empty without gates.
+  virtual std::vector<Tensor> gate_parameters() const = 0;
 
   // Multipliers of the heads' outputs, (H) or (B, H), where gates act (head importance); undefined removes them.
   virtual void set_head_mask(const Tensor& mask) = 0;

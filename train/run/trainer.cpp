@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
+#include <set>
 
 #include "framework/autograd.h"
 #include "kernels/base/error.h"
@@ -43,14 +44,15 @@ void write_text(const std::string& path, const std::string& text) {
   HR_CHECK(f.good(), "cannot write " + path);
 }
 
-// train.gate_lr: the gates' log_alpha may need to travel several units in a short fine-tuning run, far more than the
-// weights, so they get their own peak learning rate on the same schedule.
-std::vector<float> lr_scales(const NamedTensors& params, const TrainOptions& t) {
+// train.gate_lr: the gates may need to travel several units in a short fine-tuning run, far more than the weights, so
+// they get their own peak learning rate on the same schedule.
+std::vector<float> lr_scales(const EncoderModel& model, const NamedTensors& params, const TrainOptions& t) {
+  std::set<const TensorImpl*> gates;
+  for (size_t i = 0; i < model.num_layers(); ++i)
+    if (const AttentionHeads* h = model.layer(i).heads())
+      for (const Tensor& g : h->gate_parameters()) gates.insert(g.impl());
   std::vector<float> s;
-  for (const auto& [name, p] : params) {
-    const bool gate = name.size() >= 9 && name.compare(name.size() - 9, 9, "log_alpha") == 0;
-    s.push_back(gate && t.gate_lr > 0.f ? t.gate_lr / t.lr : 1.f);
-  }
+  for (const auto& [name, p] : params) s.push_back(gates.count(p.impl()) && t.gate_lr > 0.f ? t.gate_lr / t.lr : 1.f);
   return s;
 }
 
@@ -65,10 +67,11 @@ std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerOptions& t, const Task&
   return std::make_unique<Tokenizer>(learn_wordpiece_vocab(texts, static_cast<int>(t.vocab_size), basic), basic);
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const TrainOptions& t, const NamedTensors& params) {
+std::unique_ptr<Optimizer> make_optimizer(const TrainOptions& t, const EncoderModel& model) {
+  const NamedTensors params = model.named_parameters();
   if (t.optimizer == "sgd") return std::make_unique<SGD>(params, matrix_decay_flags(params), 0.9f, t.weight_decay);
   return std::make_unique<AdamW>(params, matrix_decay_flags(params), AdamWOptions{0.9f, 0.999f, 1e-8f, t.weight_decay},
-                                 lr_scales(params, t));
+                                 lr_scales(model, params, t));
 }
 
 // The batches of one epoch, a pure function of (seed, epoch): shuffled rows; with bucketing, chunks of 50 batches are
@@ -203,7 +206,7 @@ int train_command(const TrainArgs& args) {
     task->save(dir);
   }
 
-  std::unique_ptr<Optimizer> optimizer = make_optimizer(t, model->named_parameters());
+  std::unique_ptr<Optimizer> optimizer = make_optimizer(t, *model);
   TrainingStep step(*model, *optimizer, StepOptions{t.grad_accum, t.clip});
 
   const int64_t batches_per_epoch = (task->num_train() + t.batch_size - 1) / t.batch_size;
