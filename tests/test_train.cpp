@@ -33,20 +33,6 @@ using namespace hr::testing;
 
 namespace {
 
-std::vector<nlohmann::json> metrics_rows(const std::string& run) {
-  std::vector<nlohmann::json> rows;
-  std::ifstream f(run + "/metrics.jsonl");
-  for (std::string line; std::getline(f, line);) rows.push_back(nlohmann::json::parse(line));
-  return rows;
-}
-
-std::map<int64_t, double> losses(const std::string& run) {
-  std::map<int64_t, double> m;
-  for (const auto& r : metrics_rows(run))
-    if (r.contains("loss")) m[r["step"].get<int64_t>()] = r["loss"].get<double>();
-  return m;
-}
-
 // Every tensor (weights and AdamW state) of a checkpoint.
 std::map<std::string, std::vector<float>> checkpoint_tensors(const std::string& path) {
   std::map<std::string, std::vector<float>> m;

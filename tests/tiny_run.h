@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -117,6 +118,21 @@ inline Result headroom(const std::string& args) {
   const int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+// The rows of a run's metrics.jsonl, and its logged training losses by step.
+inline std::vector<nlohmann::json> metrics_rows(const std::string& run) {
+  std::vector<nlohmann::json> rows;
+  std::ifstream f(run + "/metrics.jsonl");
+  for (std::string line; std::getline(f, line);) rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
+
+inline std::map<int64_t, double> losses(const std::string& run) {
+  std::map<int64_t, double> m;
+  for (const auto& r : metrics_rows(run))
+    if (r.contains("loss")) m[r["step"].get<int64_t>()] = r["loss"].get<double>();
+  return m;
 }
 
 }  // namespace hr::testing

@@ -1,9 +1,10 @@
 // headroom: the command line. Each subcommand lives in train/cli/; this file only dispatches and turns errors into exit
-// codes: 2 for usage and config errors, 1 for other errors.
+// codes: 2 for usage and config errors (CLI11's own included), 1 for other errors.
 #include <unistd.h>
 
 #include <cstdlib>
 #include <iostream>
+#include <new>
 
 #include "kernels/base/error.h"
 #include "train/cli/command.h"
@@ -23,13 +24,24 @@ int main(int argc, char** argv) {
   const Command commands[] = {add_train_command(app), add_eval_command(app),  add_predict_command(app),
                               add_info_command(app),  add_bench_command(app), add_sweep_command(app),
                               add_attention_command(app), add_prune_command(app), add_heads_command(app)};
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the message (or the help)
+    return e.get_exit_code() == 0 ? 0 : 2;  // a missing file or run directory is a usage error too
+  }
   try {
     for (const Command& c : commands)
       if (*c.app) return c.run();
   } catch (const ConfigError& e) {
     std::cerr << "config error: " << e.what() << "\n";
     return 2;
+  } catch (const UsageError& e) {
+    std::cerr << "usage error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of memory (is the model or the batch too large for this machine?)\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

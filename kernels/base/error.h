@@ -18,6 +18,11 @@ struct ConfigError : Error {
   using Error::Error;
 };
 
+// A command used the wrong way (flags that do not fit the run, no input, an --out that holds a run): exit code 2 too.
+struct UsageError : Error {
+  using Error::Error;
+};
+
 #define HR_CHECK(cond, msg)                                            \
   do {                                                                 \
     if (!(cond)) throw ::hr::Error(std::string("") + (msg));             \

@@ -18,11 +18,10 @@ struct EvalArgs {
 // --data FILE: evaluate on FILE (in the run's data format) as the test split.
 int eval_command(const EvalArgs& a) {
   std::vector<std::string> overrides;
-  std::string split = a.split;
-  if (!a.data.empty()) {
-    const RunConfig rc = load_run_config(a.run_dir + "/config.yaml", {});
-    overrides.push_back(rc.data.format == "clinc150" ? "data.path=" + a.data : "data.test_path=" + a.data);
-    split = "test";
+  const std::string& split = a.split;
+  if (!a.data.empty()) {  // FILE replaces the file the split comes from; the split stays the one asked for
+    const RunConfig rc = load_run_config(a.run_dir + "/config.yaml", {}, /*check_files=*/false);
+    overrides.push_back(rc.data.format == "clinc150" ? "data.path=" + a.data : "data." + split + "_path=" + a.data);
   }
   LoadedRun run = load_run(a.run_dir, a.which, true, overrides);
   HR_CHECK(run.task->has_split(split), "the run's data has no '" + split + "' split");
@@ -45,7 +44,8 @@ Command add_eval_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "evaluate a run's checkpoint on a split");
   add_run_options(cmd, a->run_dir, a->which);
   cmd->add_option("--split", a->split, "eval | test")->check(CLI::IsMember({"eval", "test"}));
-  cmd->add_option("--data", a->data, "evaluate on this file (the run's data format) instead")->check(CLI::ExistingFile);
+  cmd->add_option("--data", a->data, "take the split from this file (in the run's data format) instead")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("--json", a->json, "one JSON object on stdout (metrics under the split's name, as metrics.jsonl)");
   return {cmd, [a] { return eval_command(*a); }};
 }

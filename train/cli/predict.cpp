@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "train/cli/command.h"
+#include "kernels/base/error.h"
 #include "train/run/trainer.h"
 
 namespace hr {
@@ -17,44 +18,77 @@ struct PredictArgs {
   int top = 3;
 };
 
+// Requests from the flags, which must fit the run's task.
+std::vector<nlohmann::json> requests_from_flags(const PredictArgs& a, const std::vector<std::string>& fields) {
+  std::vector<nlohmann::json> requests;
+  if (fields == std::vector<std::string>{"text"}) {
+    if (!a.question.empty() || !a.context.empty() || a.texts.empty())
+      throw UsageError("predict: this run labels texts: give --text (not --question/--context)");
+    for (const auto& t : a.texts) requests.push_back({{"text", t}});
+  } else if (fields == std::vector<std::string>{"question", "context"}) {
+    if (!a.texts.empty() || a.question.empty() || a.context.empty())
+      throw UsageError("predict: this run answers questions: give --question and --context (not --text)");
+    requests.push_back({{"question", a.question}, {"context", a.context}});
+  } else {
+    throw UsageError("predict: this run's task takes JSONL requests on stdin");
+  }
+  return requests;
+}
+
+// One request a line; a line that is not a JSON object with the task's string fields (or not UTF-8) gets an error
+// object in its place on stdout and a message on stderr, and the lines after it are still answered.
 int predict_command(const PredictArgs& a) {
   LoadedRun run = load_run(a.run_dir, a.which, /*load_data=*/false);
   const std::vector<std::string> fields = run.task->input_fields();
-  auto field_list = [&] {
-    std::string s;
-    for (const auto& f : fields) s += (s.empty() ? "" : ", ") + std::string("\"") + f + "\"";
-    return s;
-  };
-  std::vector<nlohmann::json> requests;
-  const bool flags = !a.texts.empty() || !a.question.empty() || !a.context.empty();
-  if (flags) {
-    if (fields == std::vector<std::string>{"text"}) {
-      HR_CHECK(a.question.empty() && a.context.empty() && !a.texts.empty(),
-               "predict: this run labels texts: give --text (not --question/--context)");
-      for (const auto& t : a.texts) requests.push_back({{"text", t}});
-    } else {
-      HR_CHECK(a.texts.empty() && !a.question.empty() && !a.context.empty(),
-               "predict: this run answers questions: give --question and --context (not --text)");
-      requests.push_back({{"question", a.question}, {"context", a.context}});
-    }
-  } else {  // JSONL on stdin
-    int64_t line_no = 0;
-    for (std::string line; std::getline(std::cin, line);) {
-      ++line_no;
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      const auto j = nlohmann::json::parse(line, nullptr, false);
-      bool ok = j.is_object();
-      for (const auto& f : fields) ok = ok && j.contains(f) && j[f].is_string();
-      HR_CHECK(ok, "stdin line " + std::to_string(line_no) + ": expected a JSON object with the string fields " +
-                       field_list());
-      requests.push_back(j);
-    }
+  const Device d = run.config.train.device;
+  if (!a.texts.empty() || !a.question.empty() || !a.context.empty()) {
+    for (const auto& out : run.task->predict(*run.model, requests_from_flags(a, fields), d,
+                                             run.config.train.batch_size, a.top))
+      std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return 0;
   }
-  const auto answers = run.task->predict(*run.model, requests, run.config.train.device,
-                                         run.config.train.batch_size, a.top);
-  for (const auto& out : answers)
-    std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  return 0;
+  std::string wanted;
+  for (const auto& f : fields) wanted += (wanted.empty() ? "\"" : ", \"") + f + "\"";
+  // Lines are answered in batches of the run's batch size, in input order: an error object holds its line's place.
+  std::vector<nlohmann::json> pending;  // requests, and error objects (which have "error")
+  int64_t line_no = 0, answered = 0, bad = 0, batched = 0;
+  auto flush = [&] {
+    std::vector<nlohmann::json> requests;
+    for (const auto& p : pending)
+      if (!p.contains("error")) requests.push_back(p);
+    auto answers = run.task->predict(*run.model, requests, d, run.config.train.batch_size, a.top);
+    size_t next = 0;
+    for (const auto& p : pending)
+      std::cout << (p.contains("error") ? p : answers.at(next++)).dump(-1, ' ', false,
+                                                                       nlohmann::json::error_handler_t::replace)
+                << "\n";
+    std::cout.flush();
+    pending.clear();
+    batched = 0;
+  };
+  for (std::string line; std::getline(std::cin, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);  // invalid UTF-8 included
+    bool ok = j.is_object();
+    for (const auto& f : fields) ok = ok && j.contains(f) && j[f].is_string();
+    if (!ok) {
+      const std::string why = "stdin line " + std::to_string(line_no) + ": expected a JSON object with the string " +
+                              "fields " + wanted;
+      std::cerr << "error: " << why << "\n";
+      pending.push_back({{"line", line_no}, {"error", why}});
+      ++bad;
+      continue;
+    }
+    pending.push_back(j);
+    ++answered;
+    if (++batched == run.config.train.batch_size) flush();
+  }
+  flush();
+  if (answered + bad == 0)
+    throw UsageError("predict: no input: give " + std::string(fields.size() == 1 ? "--text" : "--question and --context") +
+                     ", or JSONL lines {" + wanted + "} on stdin");
+  return bad > 0 ? 1 : 0;
 }
 
 }  // namespace

@@ -6,18 +6,18 @@ namespace hr {
 
 namespace {
 
-TokenizerOptions read_tokenizer(const Config& root) {
+TokenizerOptions read_tokenizer(const Config& root, bool check_files) {
   TokenizerOptions t;
   auto c = root.optional_child("tokenizer");
   if (!c) return t;
   t.vocab = c->get<std::string>("vocab", "");
   t.vocab_size = c->get_positive("vocab_size", t.vocab_size);
   t.lower_case = c->get<bool>("lower_case", t.lower_case);
-  if (!t.vocab.empty() && !std::filesystem::exists(t.vocab)) c->fail("vocab", "no such file '" + t.vocab + "'");
+  if (check_files && !t.vocab.empty() && !std::filesystem::exists(t.vocab)) c->fail("vocab", "no such file '" + t.vocab + "'");
   return t;
 }
 
-DataOptions read_data(const Config& root) {
+DataOptions read_data(const Config& root, bool check_files) {
   DataOptions d;
   if (!root.has("data")) return d;  // bench and info need no data
   d.present = true;
@@ -32,14 +32,14 @@ DataOptions read_data(const Config& root) {
     d.eval_split = c.get<std::string>("eval_split", d.eval_split);
     d.test_split = c.get<std::string>("test_split", d.test_split);
     d.include_oos = c.get<bool>("include_oos", false);
-    if (!std::filesystem::exists(d.path)) c.fail("path", "no such file '" + d.path + "'");
+    if (check_files && !std::filesystem::exists(d.path)) c.fail("path", "no such file '" + d.path + "'");
   } else {
     d.train_path = c.get<std::string>("train_path");
     d.eval_path = c.get<std::string>("eval_path", "");
     d.test_path = c.get<std::string>("test_path", "");
     for (const auto& [key, p] : {std::pair{"train_path", d.train_path}, {"eval_path", d.eval_path},
                                  {"test_path", d.test_path}})
-      if (!p.empty() && !std::filesystem::exists(p)) c.fail(key, "no such file '" + p + "'");
+      if (check_files && !p.empty() && !std::filesystem::exists(p)) c.fail(key, "no such file '" + p + "'");
   }
   if (d.task == "classification" && d.format != "clinc150") {
     d.text_field = c.get<std::string>("text_field", d.text_field);
@@ -91,15 +91,15 @@ TrainOptions read_train(const Config& root) {
 
 }  // namespace
 
-RunConfig read_run_config(Config root, const std::string& name) {
-  RunConfig rc{root, name, read_tokenizer(root), read_data(root), read_train(root)};
+RunConfig read_run_config(Config root, const std::string& name, bool check_files) {
+  RunConfig rc{root, name, read_tokenizer(root, check_files), read_data(root, check_files), read_train(root)};
   return rc;
 }
 
-RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides, bool check_files) {
   Config root = Config::load_file(path);
   for (const std::string& o : overrides) root.apply_override(o);
-  return read_run_config(root, std::filesystem::path(path).stem().string());
+  return read_run_config(root, std::filesystem::path(path).stem().string(), check_files);
 }
 
 }  // namespace hr

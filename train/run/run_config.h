@@ -63,8 +63,9 @@ struct RunConfig {
 };
 
 // Loads the file, applies the --set overrides, reads tokenizer:/data:/train:. Paths in the config are relative to the
-// current directory. `check_all_read` runs after the model is built (see train/run.cpp).
-RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides);
-RunConfig read_run_config(Config root, const std::string& name);
+// current directory; `check_files` false skips checking that the data and vocabulary files exist (a run directory
+// served by predict needs neither). `check_all_read` runs after the model is built (train/run/trainer.cpp).
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides, bool check_files = true);
+RunConfig read_run_config(Config root, const std::string& name, bool check_files = true);
 
 }  // namespace hr

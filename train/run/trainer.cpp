@@ -1,6 +1,10 @@
 #include "train/run/trainer.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
 
 #include <chrono>
 #include <cmath>
@@ -14,6 +18,7 @@
 #include <random>
 #include <set>
 
+#include "framework/atomic_file.h"
 #include "framework/autograd.h"
 #include "kernels/base/error.h"
 #include "framework/ops.h"
@@ -36,12 +41,6 @@ std::string timestamp() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
   return buf;
-}
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  f << text;
-  HR_CHECK(f.good(), "cannot write " + path);
 }
 
 // train.gate_lr: the gates may need to travel several units in a short fine-tuning run, far more than the weights, so
@@ -111,6 +110,38 @@ nlohmann::json gate_report(const EncoderModel& model) {
   return {{"open_probability", p}, {"expected_open_heads", expected}};
 }
 
+// SIGINT / SIGTERM (a scheduler's preemption): the loop saves a checkpoint at the next step boundary and stops. The
+// handler re-arms the default action, so a second signal ends the process at once.
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+  std::signal(sig, SIG_DFL);
+}
+
+// Temp files of checkpoint saves that a killed process left behind ("<file>.tmp-<pid>" of a pid no longer alive).
+void remove_stale_temp_files(const std::string& dir) {
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    const size_t at = name.rfind(".tmp-");
+    if (at == std::string::npos || name.find_first_not_of("0123456789", at + 5) != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name.substr(at + 5)));
+    if (pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH) fs::remove(e.path());
+  }
+}
+
+// A resumed run continues from its last checkpoint: rows that a killed run logged after it would appear twice.
+void drop_metrics_after(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string kept;
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() > step) continue;
+    kept += line + "\n";
+  }
+  write_file_atomically(path, [&](std::ostream& f) { f << kept; });
+}
+
 class Progress {
  public:
   Progress(int64_t total, bool quiet) : total_(total), tty_(!quiet && isatty(fileno(stdout))), quiet_(quiet) {}
@@ -152,7 +183,9 @@ LoadedRun load_run(const std::string& dir, const std::string& which, bool load_d
   LoadedRun r;
   r.dir = dir;
   HR_CHECK(fs::exists(dir + "/config.yaml"), dir + " is not a headroom run directory (no config.yaml)");
-  r.config = load_run_config(dir + "/config.yaml", overrides);
+  r.config = load_run_config(dir + "/config.yaml", overrides, /*check_files=*/load_data);
+  // the run's own vocabulary, never one learned again from whatever the data file holds now
+  HR_CHECK(fs::exists(dir + "/vocab.txt"), dir + "/vocab.txt is missing: the run's vocabulary cannot be rebuilt");
   r.task = make_task(TaskContext{r.config, dir, load_data, ""});
   r.tokenizer = make_tokenizer(r.config.tokenizer, *r.task, dir + "/vocab.txt");
   ModelDims dims = r.task->dims();
@@ -180,6 +213,8 @@ int train_command(const TrainArgs& args) {
   } else {
     rc = load_run_config(args.config_path, args.overrides);
     dir = args.out_dir.empty() ? "runs/" + rc.name + "-" + timestamp() : args.out_dir;
+    if (fs::exists(dir + "/config.yaml"))
+      throw UsageError(dir + " already holds a run: continue it with --resume " + dir + ", or choose another --out");
   }
   const TrainOptions& t = rc.train;
   if (t.device == Device::CUDA) backend(Device::CUDA);  // a missing GPU is a clear error now, not mid-run
@@ -200,11 +235,14 @@ int train_command(const TrainArgs& args) {
   }
 
   fs::create_directories(dir);
+  // the resolved config, --set overrides of a resume included, so that the next resume keeps them; writing it also
+  // finds a read-only run directory before any step is spent
+  write_file_atomically(dir + "/config.yaml", [&](std::ostream& f) { f << rc.root.dump() << "\n"; });
   if (!resume) {
-    write_text(dir + "/config.yaml", rc.root.dump() + "\n");
     tok->vocab().save(dir + "/vocab.txt");
     task->save(dir);
   }
+  remove_stale_temp_files(dir);
 
   std::unique_ptr<Optimizer> optimizer = make_optimizer(t, *model);
   TrainingStep step(*model, *optimizer, StepOptions{t.grad_accum, t.clip});
@@ -227,14 +265,18 @@ int train_command(const TrainArgs& args) {
     HR_CHECK(fs::exists(last_ckpt), "cannot resume: no " + last_ckpt);
     st = load_checkpoint(last_ckpt, *model, optimizer.get());
     if (!st.note.empty()) std::cerr << "note: " << st.note << "\n";
+    drop_metrics_after(dir + "/metrics.jsonl", st.step);
     global_generator() = Generator{st.rng_seed, st.rng_offset};
     std::cout << "resuming " << dir << " at step " << st.step << "\n";
   }
 
-  std::ofstream metrics(dir + "/metrics.jsonl", resume ? std::ios::app : std::ios::trunc);
+  const std::string metrics_path = dir + "/metrics.jsonl";
+  std::ofstream metrics(metrics_path, resume ? std::ios::app : std::ios::trunc);
+  HR_CHECK(metrics.good(), "cannot write " + metrics_path);
   auto log_json = [&](const nlohmann::json& j) {
     metrics << j.dump() << "\n";
     metrics.flush();
+    HR_CHECK(metrics.good(), "cannot write " + metrics_path + " (disk full?)");
   };
   std::cout << "run directory: " << dir << "\n"
             << "model: " << model->num_parameters() << " parameters, " << model->num_layers() << " layers; "
@@ -262,6 +304,16 @@ int train_command(const TrainArgs& args) {
     }
   };
 
+  g_stop_signal = 0;
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  struct RestoreSignals {
+    ~RestoreSignals() {
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
+    }
+  } restore_signals;
+
   model->train();
   const auto start = Clock::now();
   auto window_start = Clock::now();
@@ -272,6 +324,18 @@ int train_command(const TrainArgs& args) {
     const auto batches = epoch_batches(*task, st.epoch, t.seed, t.batch_size, t.bucket_by_length);
     const int64_t steps_this_epoch = static_cast<int64_t>(batches.size()) / t.grad_accum;
     while (st.batch_in_epoch < std::max<int64_t>(1, steps_this_epoch) && st.step < total_steps) {
+      if (g_stop_signal) {  // between two steps: the last one is fully logged (and saved, when the loop saves)
+        const std::string name = g_stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
+        if (bad_steps == 0) {
+          save_to(last_ckpt);
+          progress.message("stopped by " + name + " after step " + std::to_string(st.step) + "; saved " + last_ckpt +
+                           "; continue with: headroom train --resume " + dir);
+        } else {
+          progress.message("stopped by " + name + " during a streak of non-finite steps; the last good checkpoint is " +
+                           last_ckpt);
+        }
+        return 128 + g_stop_signal;
+      }
       const float lr = sched.at(st.step);
       const StepResult r = step.run(
           [&](int64_t micro) {

@@ -36,7 +36,9 @@ struct TrainArgs {
   bool quiet = false;
 };
 
-// Returns the process exit code: 0 done, 3 stopped on repeated non-finite losses.
+// Returns the process exit code: 0 done, 3 stopped on repeated non-finite losses, 128 + the signal when SIGINT or
+// SIGTERM stopped it (after saving checkpoint-last at the step boundary). An --out that already holds a run is a
+// UsageError.
 int train_command(const TrainArgs& args);
 
 }  // namespace hr

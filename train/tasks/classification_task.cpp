@@ -99,7 +99,9 @@ ClassificationTask::ClassificationTask(const DataOptions& data, std::optional<La
   labels_ = labels ? *labels : LabelSet::from_examples(train_examples_);
   for (const char* split : {"eval", "test"}) {
     const bool present = data.format == "clinc150" || !(split == std::string("eval") ? data.eval_path : data.test_path).empty();
-    if (present) eval_splits_[split].examples = load(data, split, labels_);
+    if (!present) continue;
+    eval_splits_[split].examples = load(data, split, labels_);
+    HR_CHECK(!eval_splits_[split].examples.empty(), std::string("data: the ") + split + " split has no usable rows");
   }
 }
 

@@ -174,8 +174,11 @@ QaTask::QaTask(const DataOptions& data, bool load_data, std::string predictions_
   if (!load_data) return;
   train_examples_ = load(data.train_path).train;
   HR_CHECK(!train_examples_.empty(), data.train_path + ": no question with a verified answer to train on");
-  if (!data.eval_path.empty()) eval_splits_["eval"] = load(data.eval_path).eval;
-  if (!data.test_path.empty()) eval_splits_["test"] = load(data.test_path).eval;
+  for (const auto& [split, path] : {std::pair{"eval", data.eval_path}, {"test", data.test_path}}) {
+    if (path.empty()) continue;
+    eval_splits_[split] = load(path).eval;
+    HR_CHECK(!eval_splits_[split].empty(), path + ": the " + split + " split has no question to evaluate on");
+  }
 }
 
 std::vector<std::string> QaTask::training_texts() const {

@@ -1,0 +1,218 @@
+// Faults and misuse a user meets, each test named after what it guards: signals during training, kill -9 during a step
+// or a save, an unwritable metrics file, an --out that holds a run, predict without input or with the wrong flags or
+// bad stdin lines, run directories used from elsewhere, resume bookkeeping (overrides, metrics rows, temp files).
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <thread>
+
+#include "framework/safetensors.h"
+#include "tests/tiny_run.h"
+
+using namespace hr;
+using namespace hr::testing;
+
+extern char** environ;
+
+namespace {
+
+// headroom in the background, its output into a file.
+struct Background {
+  pid_t pid = -1;
+  std::string log;
+  Background(const std::string& args, std::string log_path) : log(std::move(log_path)) {
+    const std::string cmd = "exec " + quote(std::string(std::getenv("HR_BUILD_ROOT")) + "/headroom") + " " + args +
+                            " > " + quote(log) + " 2>&1";
+    const char* argv[] = {"/bin/sh", "-c", cmd.c_str(), nullptr};
+    REQUIRE(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) == 0);
+  }
+  // Waits until the log holds `text` (false after 60 s or when the process ended).
+  bool wait_for(const std::string& text) {
+    for (int i = 0; i < 600; ++i) {
+      if (read_file(log).find(text) != std::string::npos) return true;
+      if (waitpid(pid, nullptr, WNOHANG) == pid) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  int wait_exit() {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+};
+
+std::string one_line_predictions(const std::string& out) {  // the JSON lines of predict's output
+  std::string s;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] == '{') s += line + "\n";
+  return s;
+}
+
+// A trained tiny run (30 steps) in d/run.
+std::string trained_run(const TempDir& d, const std::string& sets = "") {
+  const std::string cfg = setup(d);
+  const std::string run = d / "run";
+  const Result r = headroom("train --quiet " + quote(cfg) + " --set train.max_steps=30" + sets + " --out " + quote(run));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("sigterm_and_sigint_save_a_checkpoint_at_the_step_boundary_and_the_run_resumes_identically") {
+  for (const int sig : {SIGTERM, SIGINT}) {
+    CAPTURE(sig);
+    TempDir d;
+    const std::string cfg = setup(d);
+    const std::string steps = " --set train.max_steps=400 --set train.eval_every=1000";
+    const Result full = headroom("train --quiet " + quote(cfg) + steps + " --out " + quote(d / "full"));
+    REQUIRE_MESSAGE(full.code == 0, full.output);
+
+    Background bg("train " + quote(cfg) + steps + " --out " + quote(d / "cut"), d / "log");
+    REQUIRE_MESSAGE(bg.wait_for("step 20/"), read_file(d / "log"));
+    kill(bg.pid, sig);
+    CHECK(bg.wait_exit() == 128 + sig);
+    const std::string log = read_file(d / "log");
+    INFO(log);
+    CHECK(log.find(std::string("stopped by ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT")) != std::string::npos);
+    REQUIRE(fs::exists(d / "cut/checkpoint-last.safetensors"));
+
+    const Result resumed = headroom("train --quiet --resume " + quote(d / "cut"));
+    REQUIRE_MESSAGE(resumed.code == 0, resumed.output);
+    const auto a = losses(d / "full"), b = losses(d / "cut");
+    REQUIRE(b.size() == 400);  // every step once: none lost, none logged twice
+    for (const auto& [step, loss] : a) CHECK(b.at(step) == doctest::Approx(loss).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("kill_9_during_a_step_resumes_from_the_last_checkpoint_without_duplicate_metrics_or_temp_files") {
+  TempDir d;
+  const std::string cfg = setup(d);
+  Background bg("train " + quote(cfg) + " --set train.max_steps=2000 --out " + quote(d / "run"), d / "log");
+  REQUIRE_MESSAGE(bg.wait_for("step 13/"), read_file(d / "log"));  // checkpoints at 5 and 10 (eval_every 5)
+  kill(bg.pid, SIGKILL);
+  bg.wait_exit();
+  const int64_t saved = std::stoll(read_safetensors(d / "run/checkpoint-last.safetensors").metadata.at("step"));
+  const size_t logged = losses(d / "run").size();  // steps after the checkpoint were logged before the kill
+  INFO("checkpoint at step " << saved << ", " << logged << " steps logged before the kill");
+  // a save killed half way leaves its temp file; the resumed run removes it
+  write_file(d / "run/checkpoint-last.safetensors.tmp-999999", "half a checkpoint");
+  const Result r = headroom("train --quiet --resume " + quote(d / "run") + " --set train.max_steps=" +
+                            std::to_string(saved + 5));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK_FALSE(fs::exists(d / "run/checkpoint-last.safetensors.tmp-999999"));
+  std::map<int64_t, int> seen;
+  for (const auto& row : metrics_rows(d / "run"))
+    if (row.contains("loss")) ++seen[row["step"].get<int64_t>()];
+  CHECK(seen.size() == static_cast<size_t>(saved + 5));
+  for (const auto& [step, n] : seen) CHECK_MESSAGE(n == 1, "step " << step << " logged " << n << " times");
+}
+
+TEST_CASE("resume_writes_its_set_overrides_back_to_config_yaml") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  const Result r = headroom("train --quiet --resume " + quote(run) + " --set train.max_steps=35");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(read_file(run + "/config.yaml").find("max_steps: 35") != std::string::npos);
+  const Result again = headroom("train --quiet --resume " + quote(run));  // nothing left to do: not back to 30
+  CHECK(again.code == 0);
+  CHECK(losses(run).size() == 35);
+}
+
+TEST_CASE("train_refuses_an_out_that_holds_a_run_and_keeps_it") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  const std::string before = read_file(run + "/checkpoint-last.safetensors");
+  const Result r = headroom("train --quiet " + quote(d / "tiny.yaml") + " --out " + quote(run));
+  CHECK(r.code == 2);
+  CHECK(r.output.find("already holds a run") != std::string::npos);
+  CHECK(read_file(run + "/checkpoint-last.safetensors") == before);
+}
+
+TEST_CASE("an_unwritable_metrics_file_stops_the_run_before_any_step") {
+  TempDir d;
+  const std::string cfg = setup(d);
+  fs::create_directories(d / "run/metrics.jsonl");  // a directory where the file should go
+  const Result r = headroom("train --quiet " + quote(cfg) + " --out " + quote(d / "run"));
+  CHECK(r.code == 1);
+  CHECK(r.output.find("metrics.jsonl") != std::string::npos);
+  CHECK_FALSE(fs::exists(d / "run/checkpoint-last.safetensors"));
+}
+
+TEST_CASE("predict_without_input_or_with_the_wrong_flags_is_a_usage_error") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  const Result none = headroom("predict --run " + quote(run) + " < /dev/null");
+  CHECK(none.code == 2);
+  CHECK(none.output.find("no input") != std::string::npos);
+  const Result qa = headroom("predict --run " + quote(run) + " --question q --context c");
+  CHECK(qa.code == 2);
+  CHECK(qa.output.find("give --text") != std::string::npos);
+}
+
+TEST_CASE("predict_stdin_reports_bad_lines_in_place_and_answers_the_rest") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  write_file(d / "in.jsonl", "{\"text\": \"play a song\"}\n"
+                             "{\"text\": \"bad \xff\xfe bytes\"}\n"
+                             "set an alarm\n"
+                             "{\"text\": \"rain tomorrow\"}\n");
+  const Result r = headroom("predict --run " + quote(run) + " < " + quote(d / "in.jsonl"));
+  CHECK(r.code == 1);
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(one_line_predictions(r.output));
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0].contains("label"));
+  CHECK(lines[1]["line"] == 2);
+  CHECK(lines[2]["line"] == 3);  // plain text is not taken for a request
+  CHECK(lines[3]["text"] == "rain tomorrow");
+}
+
+TEST_CASE("a_run_directory_serves_predict_from_another_directory_and_needs_its_vocab") {
+  TempDir d;
+  write_jsonl(d / "train.jsonl", tiny_rows(60, 0));
+  write_jsonl(d / "eval.jsonl", tiny_rows(15, 3));
+  std::string cfg = tiny_config(d);  // data paths relative to the training directory
+  for (const char* f : {"train.jsonl", "eval.jsonl"}) cfg.replace(cfg.find(d / f), (d / f).size(), f);
+  write_file(d / "tiny.yaml", cfg);
+  const std::string bin = quote(std::string(std::getenv("HR_BUILD_ROOT")) + "/headroom");
+  auto sh = [](const std::string& cmd) {
+    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+    std::string out;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    const int status = pclose(p);
+    return Result{WEXITSTATUS(status), out};
+  };
+  const Result t = sh("cd " + quote(d.path.string()) + " && " + bin + " train --quiet tiny.yaml --out run");
+  REQUIRE_MESSAGE(t.code == 0, t.output);
+  const Result p = sh("cd / && " + bin + " predict --run " + quote(d / "run") + " --text 'play some music'");
+  CHECK_MESSAGE(p.code == 0, p.output);
+  fs::remove(d / "run/vocab.txt");
+  const Result e = sh("cd " + quote(d.path.string()) + " && " + bin + " eval --run run");
+  CHECK(e.code == 1);
+  CHECK(e.output.find("vocab.txt is missing") != std::string::npos);
+}
+
+TEST_CASE("eval_data_takes_the_requested_split_from_the_file") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  write_jsonl(d / "one.jsonl", tiny_rows(1, 7));
+  const Result r = headroom("eval --run " + quote(run) + " --split eval --json --data " + quote(d / "one.jsonl"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const auto j = nlohmann::json::parse(r.output);
+  CHECK(j["split"] == "eval");
+  const double acc = j["eval"]["accuracy"].get<double>();
+  CHECK((acc == 0.0 || acc == 1.0));  // one row: not the 15-row eval file of the config
+}
+
+TEST_CASE("a_missing_config_or_run_directory_exits_2") {
+  TempDir d;
+  CHECK(headroom("train " + quote(d / "nope.yaml")).code == 2);
+  CHECK(headroom("eval --run " + quote(d / "nope")).code == 2);
+}
