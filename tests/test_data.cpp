@@ -1,4 +1,4 @@
-// Dataset loaders and the SQuAD v1.1 metric: real files from $HR_SHARED/data, hand-made bad files for every issue
+// Dataset loaders and the SQuAD v1.1 metric: real files from data/, hand-made bad files for every issue
 // type, and metric values computed with the official evaluate-v1.1.py functions (Python 3) on the same inputs.
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "tests/shared_files.h"
+#include "tests/repo_files.h"
 #include "kernels/base/error.h"
 #include "train/data/classification_data.h"
 #include "train/data/squad_data.h"
@@ -19,7 +19,7 @@
 #include "train/data/utf8_codepoints.h"
 
 using namespace hr;
-using hr::testing::shared_data;
+using hr::testing::data_file;
 namespace fs = std::filesystem;
 
 namespace {
@@ -94,7 +94,7 @@ TEST_CASE("utf8: validation and code-point slicing") {
 // ------------------------------------------------------------------------------------------------------- CLINC150
 
 TEST_CASE("clinc150: real split sizes, labels and line numbers") {
-  const std::string path = shared_data("clinc150/data_full.json");
+  const std::string path = data_file("clinc150/data_full.json");
   ClassificationDataOptions options = options_for(DataFormat::clinc150, path);
   const LoadResult train = load_classification_data(options);
   CHECK(train.examples.size() == 15000);
@@ -140,7 +140,7 @@ TEST_CASE("clinc150: real split sizes, labels and line numbers") {
   options.on_error = OnError::fail;
   CHECK(contains(error_of([&] { load_classification_data(options); }), "unknown label 'oos'"));
 
-  ClassificationDataOptions small = options_for(DataFormat::clinc150, shared_data("clinc150/data_small.json"));
+  ClassificationDataOptions small = options_for(DataFormat::clinc150, data_file("clinc150/data_small.json"));
   CHECK(load_classification_data(small).examples.size() == 7500);
 }
 
@@ -362,7 +362,7 @@ TEST_CASE("loaders never crash on binary garbage") {
 // ------------------------------------------------------------------------------------------------------------ SQuAD
 
 TEST_CASE("squad: real files load with every offset verified") {
-  const SquadData part1 = load_squad(shared_data("squad_v1.1/dev-v1.1.part1of2.json"));
+  const SquadData part1 = load_squad(data_file("squad_v1.1/dev-v1.1.part1of2.json"));
   CHECK(part1.eval.size() == 5696);
   CHECK(part1.train.size() == 5696);
   CHECK(part1.issues.empty());
@@ -379,17 +379,17 @@ TEST_CASE("squad: real files load with every offset verified") {
   for (const QaExample& q : part1.eval) answers += q.answers.size();
   CHECK(answers == 18389);
 
-  CHECK(load_squad(shared_data("squad_v1.1/dev-v1.1.part2of2.json")).eval.size() == 4874);
-  const SquadData babi_train = load_squad(shared_data("babi_qa1/babi_qa1_en10k_train.squad.json"));
+  CHECK(load_squad(data_file("squad_v1.1/dev-v1.1.part2of2.json")).eval.size() == 4874);
+  const SquadData babi_train = load_squad(data_file("babi_qa1/babi_qa1_en10k_train.squad.json"));
   CHECK(babi_train.train.size() == 10000);
   CHECK(babi_train.issues.empty());
-  const SquadData babi_test = load_squad(shared_data("babi_qa1/babi_qa1_en10k_test.squad.json"));
+  const SquadData babi_test = load_squad(data_file("babi_qa1/babi_qa1_en10k_test.squad.json"));
   CHECK(babi_test.eval.size() == 1000);
   CHECK(babi_test.eval[0].answers[0].text == "hallway");
 }
 
 TEST_CASE("squad: CMRC 2018 trial's UTF-16 offsets are found and reported, never trained on") {
-  const std::string path = shared_data("cmrc2018/cmrc2018_trial.json");
+  const std::string path = data_file("cmrc2018/cmrc2018_trial.json");
   const SquadData cmrc = load_squad(path);
   CHECK(cmrc.eval.size() == 1002);
   CHECK(cmrc.train.size() == 995);
@@ -570,7 +570,7 @@ TEST_CASE("squad metric: whole dev halves against the official script") {
   for (const Expected& expected :
        {Expected{"squad_v1.1/dev-v1.1.part1of2.json", 712, 27.861657303370787, 51.84084653941759},
         Expected{"squad_v1.1/dev-v1.1.part2of2.json", 609, 27.944193680755028, 52.60399459120169}}) {
-    const SquadData data = load_squad(shared_data(expected.file));
+    const SquadData data = load_squad(data_file(expected.file));
     std::map<std::string, std::string> predictions;
     for (size_t n = 0; n < data.eval.size(); ++n) {
       const QaExample& q = data.eval[n];

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "tests/shared_files.h"
+#include "tests/repo_files.h"
 #include "tests/temp_dir.h"
 #include "framework/atomic_file.h"
 #include "kernels/base/error.h"

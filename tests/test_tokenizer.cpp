@@ -15,14 +15,14 @@
 #include <string>
 #include <vector>
 
-#include "tests/shared_files.h"
+#include "tests/repo_files.h"
 #include "kernels/base/error.h"
 #include "train/tokenizer/tokenizer.h"
 #include "train/tokenizer/utf8.h"
 #include "train/tokenizer/wordpiece_trainer.h"
 
 using namespace hr;
-using hr::testing::shared_path;
+using hr::testing::repo_path;
 
 // Readable failure messages for the vectors compared below.
 namespace doctest {
@@ -52,7 +52,7 @@ const std::string kChinese = "data/bert_vocab/bert-base-chinese-vocab.txt";
 
 // The id of `token`: its 0-based line number, found by reading the file line by line.
 int32_t line_of(const std::string& rel, const std::string& token) {
-  std::ifstream in(shared_path(rel), std::ios::binary);
+  std::ifstream in(repo_path(rel), std::ios::binary);
   std::string line;
   for (int32_t i = 0; std::getline(in, line); ++i) {
     if (line == token) return i;
@@ -68,12 +68,12 @@ std::vector<int32_t> lines_of(const std::string& rel, const std::vector<std::str
 }
 
 const Tokenizer& uncased() {
-  static const Tokenizer t(Vocab::load(shared_path(kUncased)), BasicTokenizer(true));
+  static const Tokenizer t(Vocab::load(repo_path(kUncased)), BasicTokenizer(true));
   return t;
 }
 
 const Tokenizer& chinese() {
-  static const Tokenizer t(Vocab::load(shared_path(kChinese)), BasicTokenizer(true));
+  static const Tokenizer t(Vocab::load(repo_path(kChinese)), BasicTokenizer(true));
   return t;
 }
 
@@ -317,7 +317,7 @@ TEST_CASE("learned vocabulary: likelihood score picks the merge, ties go lexicog
 }
 
 TEST_CASE("learned vocabulary on CLINC150: exact size, specials, deterministic, few [UNK], round trip") {
-  std::ifstream in(shared_path("data/clinc150/data_full.json"));
+  std::ifstream in(repo_path("data/clinc150/data_full.json"));
   const nlohmann::json data = nlohmann::json::parse(in);
   std::vector<std::string> texts;
   for (const auto& row : data["train"]) texts.push_back(row[0].get<std::string>());
