@@ -14,6 +14,7 @@
 #include "tests/repo_files.h"
 #include "kernels/base/error.h"
 #include "train/data/classification_data.h"
+#include "train/data/cmrc_metric.h"
 #include "train/data/squad_data.h"
 #include "train/data/squad_metric.h"
 #include "train/data/utf8_codepoints.h"
@@ -590,6 +591,69 @@ TEST_CASE("squad metric: whole dev halves against the official script") {
     CHECK(score.exact_match == doctest::Approx(expected.exact_match).epsilon(1e-12));
     CHECK(score.f1 == doctest::Approx(expected.f1).epsilon(1e-12));
   }
+}
+
+// Hand-computed with the official cmrc2018_evaluate.py algorithm (mixed_segmentation with rm_punc, find_lcs,
+// remove_punctuation); each case says why it scores what it does.
+TEST_CASE("cmrc metric: character-level F1 and EM of the official CMRC 2018 script") {
+  using Segments = std::vector<std::string>;
+  CHECK(cmrc_segments("1990年NBA总冠军") == Segments{"1990", "年", "nba", "总", "冠", "军"});
+  CHECK(cmrc_segments("《红楼梦》，曹雪芹") == Segments{"红", "楼", "梦", "曹", "雪", "芹"});
+  CHECK(cmrc_segments("co-op 在 (1990),") == Segments{"coop", "在", "(", "1990", ")", ","});  // '-' gone, not split
+
+  CHECK(cmrc_f1("北京大学", "北京大学") == 1.0);
+  CHECK(cmrc_exact_match("北京大学", "北京大学") == 1.0);
+  // [在 北 京] vs [北 京]: common run 2, P 2/3, R 1
+  CHECK(cmrc_f1("在北京", "北京") == doctest::Approx(0.8).epsilon(1e-15));
+  CHECK(cmrc_exact_match("在北京", "北京") == 0.0);
+  // SQuAD's F1 sees one whitespace token on each side and scores this 0
+  CHECK(squad_f1("在北京", "北京") == 0.0);
+  // mixed: [nba 总 冠 军] inside [1990 年 nba 总 冠 军]: P 1, R 4/6
+  CHECK(cmrc_f1("NBA总冠军", "1990年NBA总冠军") == doctest::Approx(0.8).epsilon(1e-15));
+  // the longest common *contiguous* run: [丙 丁], P 1/2, R 1/2 (a bag of characters would give 1)
+  CHECK(cmrc_f1("甲乙丙丁", "甲丙丁乙") == doctest::Approx(0.5).epsilon(1e-15));
+  // punctuation removed on both sides before comparing
+  CHECK(cmrc_f1("红楼梦", "《红楼梦》") == 1.0);
+  CHECK(cmrc_exact_match("红楼梦", "《红楼梦》") == 1.0);
+  // lower-cased and stripped; EM keeps inner spaces, the segments do not
+  CHECK(cmrc_f1(" iPhone 手机", "iphone手机") == 1.0);
+  CHECK(cmrc_exact_match(" iPhone 手机", "iphone手机") == 0.0);
+  // empty answers: equal texts, yet no common segment
+  CHECK(cmrc_exact_match("", "") == 1.0);
+  CHECK(cmrc_f1("", "") == 0.0);
+  CHECK(cmrc_exact_match("，", "。") == 1.0);
+  CHECK(cmrc_f1("", "北京") == 0.0);
+  CHECK(cmrc_exact_match("", "北京") == 0.0);
+}
+
+TEST_CASE("qa metric: Chinese sets are scored with the CMRC metric, and the score names its metric") {
+  QaExample zh;
+  zh.id = "z";
+  zh.question = "哪一年夺得总冠军？";
+  zh.answers = {{"1990年", 0}};
+  const std::map<std::string, std::string> predicted = {{"z", "1990年夏天"}, {"e", "Denver"}};
+  const SquadScore chinese = evaluate_squad({zh}, predicted);
+  CHECK(chinese.metric == "cmrc");
+  CHECK(chinese.f1 == doctest::Approx(100.0 * 2 * (2.0 / 4) / (2.0 / 4 + 1)));  // [1990 年] in [1990 年 夏 天]
+  CHECK(evaluate_squad({zh}, predicted, QaMetric::squad).metric == "squad");
+  CHECK(evaluate_squad({zh}, predicted, QaMetric::squad).f1 == 0.0);  // one whitespace token each, unequal
+
+  QaExample en;
+  en.id = "e";
+  en.question = "Who won Super Bowl 50?";
+  en.answers = {{"Denver Broncos", 0}};
+  CHECK(evaluate_squad({en}, predicted).metric == "squad");
+  CHECK(evaluate_squad({en}, predicted, QaMetric::cmrc).metric == "cmrc");
+  CHECK(evaluate_squad({en}, predicted).f1 == doctest::Approx(100.0 * 2 / 3));
+
+  CHECK(parse_qa_metric("cmrc") == QaMetric::cmrc);
+  CHECK(parse_qa_metric("auto") == QaMetric::automatic);
+  CHECK_THROWS_AS(parse_qa_metric("bleu"), ConfigError);
+}
+
+TEST_CASE("cmrc metric: the CMRC 2018 trial set is picked out as Chinese, SQuAD as not") {
+  CHECK(is_chinese_qa(load_squad(data_file("cmrc2018/cmrc2018_trial.json")).eval));
+  CHECK(!is_chinese_qa(load_squad(data_file("babi_qa1/babi_qa1_en10k_test.squad.json")).eval));
 }
 
 TEST_CASE("squad metric: predictions file") {

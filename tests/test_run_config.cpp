@@ -67,6 +67,13 @@ TEST_CASE("counts near 2^62 are rejected before they overflow step arithmetic") 
   CHECK(error_reading("train:\n  epochs: 1000000\n  warmup: 1e12\n  grad_accum: 1048576\n").empty());
 }
 
+TEST_CASE("data.metric chooses the QA metric, validated like the other choices") {
+  CHECK(read_run_config(Config::parse(squad_data(), "run.yaml"), "run").data.metric == "auto");
+  CHECK(read_run_config(Config::parse(squad_data() + "  metric: cmrc\n", "run.yaml"), "run").data.metric == "cmrc");
+  CHECK(error_reading(squad_data() + "  metric: cmcr\n") ==
+        "run.yaml:4: data.metric: expected one of 'auto', 'squad', 'cmrc', got 'cmcr' (did you mean 'cmrc'?)");
+}
+
 TEST_CASE("a renamed key reports the missing key and the unknown one next to it") {
   CHECK(error_reading("data:\n  format: csv\n  train_file: x.csv\n") ==
         "run.yaml:1: data: missing required key 'train_path'; unknown key 'train_file' (line 3) may be meant for it");

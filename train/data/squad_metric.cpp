@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/base/error.h"
+#include "train/data/cmrc_metric.h"
 #include "train/data/utf8_codepoints.h"
 
 namespace hr {
@@ -110,12 +111,6 @@ bool is_word(int32_t cp) {
   }
 }
 
-// Python's str.isspace(), which str.split() splits on.
-bool is_python_space(int32_t cp) {
-  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
-}
-
 bool is_article(const std::vector<int32_t>& cps, size_t begin, size_t end) {
   const auto equals = [&](std::string_view word) {
     if (end - begin != word.size()) return false;
@@ -140,6 +135,13 @@ std::vector<std::string> tokens_of(const std::string& normalized) {
 }
 
 }  // namespace
+
+bool is_python_space(int32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+std::string python_lower(std::string_view text) { return encode(python_lower(decode(text))); }
 
 std::string normalize_squad_answer(std::string_view text) {
   std::vector<int32_t> lowered = python_lower(decode(text));
@@ -204,9 +206,20 @@ double squad_f1(std::string_view prediction, std::string_view gold) {
   return (2 * precision * recall) / (precision + recall);
 }
 
-SquadScore evaluate_squad(const std::vector<QaExample>& gold, const std::map<std::string, std::string>& predictions) {
+QaMetric parse_qa_metric(const std::string& name) {
+  if (name == "auto") return QaMetric::automatic;
+  if (name == "squad") return QaMetric::squad;
+  if (name == "cmrc") return QaMetric::cmrc;
+  throw ConfigError("QA metric must be one of auto, squad, cmrc; got '" + name + "'");
+}
+
+SquadScore evaluate_squad(const std::vector<QaExample>& gold, const std::map<std::string, std::string>& predictions,
+                          QaMetric metric) {
   HR_CHECK(!gold.empty(), "evaluate_squad: no gold questions");
+  if (metric == QaMetric::automatic) metric = is_chinese_qa(gold) ? QaMetric::cmrc : QaMetric::squad;
+  const bool cmrc = metric == QaMetric::cmrc;
   SquadScore score;
+  score.metric = cmrc ? "cmrc" : "squad";
   int64_t exact = 0;
   double f1_sum = 0;
   for (const QaExample& question : gold) {
@@ -219,8 +232,9 @@ SquadScore evaluate_squad(const std::vector<QaExample>& gold, const std::map<std
     }
     double best_em = 0, best_f1 = 0;
     for (const Answer& answer : question.answers) {
-      best_em = std::max(best_em, squad_exact_match(predicted->second, answer.text));
-      best_f1 = std::max(best_f1, squad_f1(predicted->second, answer.text));
+      const std::string& p = predicted->second;
+      best_em = std::max(best_em, cmrc ? cmrc_exact_match(p, answer.text) : squad_exact_match(p, answer.text));
+      best_f1 = std::max(best_f1, cmrc ? cmrc_f1(p, answer.text) : squad_f1(p, answer.text));
     }
     exact += static_cast<int64_t>(best_em);
     f1_sum += best_f1;

@@ -64,6 +64,7 @@ DataOptions read_data(const Config& root) {
     d.doc_stride = at_most(c, "doc_stride", c.get_positive("doc_stride", d.doc_stride), kMaxTokens);
     d.max_query_len = at_most(c, "max_query_len", c.get_positive("max_query_len", d.max_query_len), kMaxTokens);
     d.max_answer_len = at_most(c, "max_answer_len", c.get_positive("max_answer_len", d.max_answer_len), kMaxTokens);
+    d.metric = c.get_choice("metric", {"auto", "squad", "cmrc"}, "auto");
   }
   d.on_error = c.get_choice("on_error", {"skip", "fail"}, "skip");
   return d;
