@@ -18,6 +18,7 @@
 #include "train/data/squad_data.h"
 #include "train/data/squad_metric.h"
 #include "train/data/utf8_codepoints.h"
+#include "train/tokenizer/utf8.h"
 
 using namespace hr;
 using hr::testing::data_file;
@@ -90,6 +91,24 @@ TEST_CASE("utf8: validation and code-point slicing") {
   CHECK(utf8_slice_codepoints(s, -3, 4) == "caf\xC3\xA9");
   CHECK(utf8_slice_codepoints(s, 2, INT64_MAX) == utf8_slice_codepoints(s, 2, 8));
   CHECK(utf8_codepoint_offsets(s) == std::vector<size_t>{0, 1, 2, 3, 5, 6, 9, 12, 13, 17, 18});
+}
+
+TEST_CASE("utf8: the data layer and the tokenizer decode ill-formed bytes by one rule") {
+  // each maximal ill-formed subpart is one bad code point in both (Python's errors='replace'), never one per byte
+  for (const std::string text : {"\xE2\x82x", "a\xF0\x9F\x98", "\xED\xA0\x80", "\xC0\xAF!", "\xF4\x90\x80\x80",
+                                 "\xE4\xB8\xAD\xFF\xE4", "ok"}) {
+    INFO(text);
+    std::u32string data_layer;
+    for (size_t pos = 0; pos < text.size();) {
+      const int32_t cp = decode_utf8_codepoint(text, pos);
+      data_layer.push_back(cp < 0 ? utf8::kReplacement : static_cast<char32_t>(cp));
+    }
+    CHECK(data_layer == utf8::decode(text).code_points);
+  }
+  size_t pos = 0;
+  CHECK(decode_utf8_codepoint("\xE2\x82x", pos) == -1);
+  CHECK(pos == 2);  // E2 82 is one truncated sequence
+  CHECK_THROWS_WITH_AS(utf8_codepoint_offsets("ab\xE2\x82x"), "invalid UTF-8 at byte 2", Error);
 }
 
 // ------------------------------------------------------------------------------------------------------- CLINC150
@@ -528,7 +547,7 @@ TEST_CASE("squad metric: normalisation matches evaluate-v1.1.py") {
   CHECK(normalize_squad_answer("\xC4\xB0stanbul") == "i\xCC\x87stanbul");                    // İ -> i + U+0307
   CHECK(normalize_squad_answer("the\xCC\x81 end") == "\xCC\x81 end");   // U+0301 is no word character
   CHECK(normalize_squad_answer("x\xC2\xA0y\xE3\x80\x80z") == "x y z");  // NBSP and ideographic space split
-  CHECK(normalize_squad_answer("caf\xC3") == "caf\xC3");                // invalid UTF-8 passes through
+  CHECK(normalize_squad_answer("caf\xC3") == "caf\xEF\xBF\xBD");        // invalid UTF-8 becomes U+FFFD
 }
 
 TEST_CASE("squad metric: EM and F1 on hand-made cases") {

@@ -18,6 +18,7 @@
 #include "tests/repo_files.h"
 #include "kernels/base/error.h"
 #include "train/tokenizer/tokenizer.h"
+#include "train/tokenizer/unicode_case.h"
 #include "train/tokenizer/utf8.h"
 #include "train/tokenizer/wordpiece_trainer.h"
 
@@ -162,6 +163,26 @@ TEST_CASE("utf8: decode replaces each maximal ill-formed subpart like Python's e
   const std::u32string round = U"a\u00E9\u4E2D\U0001F355";
   CHECK(utf8::encode(round) == "a\xC3\xA9\xE4\xB8\xAD\xF0\x9F\x8D\x95");
   CHECK(utf8::decode(utf8::encode(round)).code_points == round);
+}
+
+TEST_CASE("case properties: one Case_Ignorable and Cased for the tokenizer and the SQuAD metric") {
+  CHECK(is_case_ignorable(U'\''));     // Word_Break Single_Quote
+  CHECK(is_case_ignorable(U'.'));      // MidNumLet
+  CHECK(is_case_ignorable(0x2019));    // right single quotation mark
+  CHECK(is_case_ignorable(0x0301));    // combining acute (Mn)
+  CHECK(is_case_ignorable(0x02B0));    // modifier letter small h (Lm)
+  CHECK_FALSE(is_case_ignorable(U'a'));
+  CHECK_FALSE(is_case_ignorable(U','));
+  CHECK(is_cased(U'A'));
+  CHECK(is_cased(0x01C5));  // Dž (Lt)
+  CHECK(is_cased(0x00AA));  // ª: Other_Lowercase
+  CHECK_FALSE(is_cased(U'1'));
+  CHECK_FALSE(is_cased(0x4E2D));
+  // ΑΣ'Σ: the apostrophe is skipped both ways, so the first sigma is followed by a cased letter, the last is final
+  const std::u32string word = U"\u0391\u03A3'\u03A3";
+  const auto at = [&](size_t k) { return word[k]; };
+  CHECK_FALSE(is_final_sigma(1, word.size(), at));
+  CHECK(is_final_sigma(3, word.size(), at));
 }
 
 TEST_CASE("vocab: real BERT files, '\\n'-only lines, special ids") {

@@ -18,8 +18,8 @@ namespace hr {
 // whole words a/an/the (Python's Unicode \b) by a space, and join str.split()'s tokens with single spaces.
 std::string normalize_squad_answer(std::string_view text);
 
-// Python's str.lower() on UTF-8 text (bytes that are not UTF-8 pass unchanged), and str.isspace(): the metric
-// scripts' building blocks, shared with the CMRC 2018 metric.
+// Python's str.lower() on UTF-8 text (ill-formed bytes become U+FFFD, see train/tokenizer/utf8.h), and
+// str.isspace(): the metric scripts' building blocks, shared with the CMRC 2018 metric.
 std::string python_lower(std::string_view text);
 bool is_python_space(int32_t cp);
 
