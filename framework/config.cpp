@@ -21,9 +21,19 @@ bool within(const std::string& path, const std::string& prefix) {
   return path.size() == prefix.size() || path[prefix.size()] == '.' || path[prefix.size()] == '[';
 }
 
+// Text from the config as an error message quotes it: a value of megabytes would bury the message, so a long one is
+// cut (at a UTF-8 character boundary) and its length given instead.
+std::string quoted(const std::string& text) {
+  constexpr size_t kShown = 60;
+  if (text.size() <= kShown + 20) return "'" + text + "'";
+  size_t cut = kShown;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return "'" + text.substr(0, cut) + "...' (" + std::to_string(text.size()) + " bytes)";
+}
+
 std::string describe(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Scalar: return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Scalar: return quoted(node.Scalar());
     case YAML::NodeType::Sequence: return "a sequence";
     case YAML::NodeType::Map: return "a mapping";
     default: return "an empty value";
@@ -77,9 +87,35 @@ std::string suggestion(const std::string& key, const std::vector<std::string>& c
   return hint.empty() ? "" : " (did you mean '" + hint + "'?)";
 }
 
+// A missing key is often one renamed or misspelt next to it ("train_file" for "train_path"): name the keys of this
+// mapping nobody asked for that look like it (a typo, or a shared word), so both are reported at once.
+std::string renamed_hint(const YAML::Node& mapping, const std::set<std::string>& read, const std::string& key) {
+  const auto words = [](const std::string& name) {
+    std::vector<std::string> parts = split(name, '_');
+    std::erase_if(parts, [](const std::string& part) { return part.size() < 3; });
+    return parts;
+  };
+  const std::vector<std::string> key_words = words(key);
+  std::string hint;
+  for (const auto& kv : mapping) {
+    const std::string other = kv.first.Scalar();
+    if (read.count(other)) continue;
+    const std::vector<std::string> other_words = words(other);
+    const bool shares_word = std::ranges::any_of(
+        key_words, [&](const std::string& w) { return std::ranges::find(other_words, w) != other_words.end(); });
+    // one- and two-letter names are all "close" to each other: only a shared word counts for them
+    if (!shares_word && (key.size() < 3 || did_you_mean(other, {key}).empty())) continue;
+    hint += (hint.empty() ? "" : ", ") + quoted(other) + " (line " + std::to_string(kv.first.Mark().line + 1) + ")";
+  }
+  return hint.empty() ? "" : "; unknown key " + hint + " may be meant for it";
+}
+
 }  // namespace
 
 std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates) {
+  // No key is this long; the distance table of a huge value would take quadratic time and memory.
+  constexpr size_t kLongest = 100;
+  if (key.size() > kLongest) return "";
   std::string best;
   size_t best_distance = std::max<size_t>(1, key.size() / 3) + 1;  // a third of the letters wrong is still a typo
   for (const std::string& candidate : candidates) {
@@ -155,8 +191,12 @@ Config Config::parse(const std::string& yaml_text, const std::string& name) {
 }
 
 void Config::apply_override(const std::string& assignment) {
-  const std::string label = "--set " + assignment;
   const size_t eq = assignment.find('=');
+  // the label names the override in messages: the key whole, the value shortened as quoted() does
+  const std::string label =
+      "--set " + (eq == std::string::npos || assignment.size() - eq <= 80
+                      ? assignment
+                      : assignment.substr(0, eq + 1) + quoted(assignment.substr(eq + 1)));
   if (eq == std::string::npos) throw ConfigError(label + ": expected KEY=VALUE, e.g. train.lr=3e-4");
   const std::vector<std::string> parts = split(assignment.substr(0, eq), '.');
   if (std::ranges::any_of(parts, [](const std::string& part) { return part.empty(); }))
@@ -223,10 +263,11 @@ int Config::line_of(const std::string& key) const {
 
 std::string Config::child_path(const std::string& key) const { return join(path_, key); }
 
+
 Config Config::value(const std::string& key) const {
   mark_read(key);
   YAML::Node node = lookup(key);
-  if (!node.IsDefined()) fail("missing required key '" + key + "'");
+  if (!node.IsDefined()) fail("missing required key '" + key + "'" + renamed_hint(node_, doc_->read[path_], key));
   return Config(doc_, node, child_path(key), line_of(key));
 }
 
@@ -364,7 +405,7 @@ std::string Config::get_choice(const std::string& key, std::initializer_list<con
   if (std::ranges::find(allowed, text) != allowed.end()) return text;
   std::string list;
   for (const std::string& name : allowed) list += (list.empty() ? "'" : ", '") + name + "'";
-  choice.fail("expected one of " + list + ", got '" + text + "'" + suggestion(text, allowed));
+  choice.fail("expected one of " + list + ", got " + quoted(text) + suggestion(text, allowed));
 }
 
 void Config::fail(const std::string& key, const std::string& what) const {

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include "framework/atomic_file.h"
 #include "kernels/base/error.h"
@@ -51,10 +53,90 @@ bool checked_nbytes(const std::vector<int64_t>& shape, size_t elem_size, uint64_
   return true;
 }
 
+// The format's own cap (the safetensors package refuses longer headers): a corrupt length cannot make us allocate more.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+std::string crc32_hex(const std::vector<uint8_t>& bytes) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  // zlib takes uInt lengths: feed tensors past 4 GiB in pieces
+  for (size_t done = 0; done < bytes.size();) {
+    const uInt n = static_cast<uInt>(std::min<size_t>(bytes.size() - done, 1u << 30));
+    crc = crc32(crc, bytes.data() + done, n);
+    done += n;
+  }
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08lx", static_cast<unsigned long>(crc & 0xffffffffUL));
+  return hex;
+}
+
+constexpr const char* kChecksumPrefix = "crc32:";
+
+bool is_checksum_key(const std::string& key) { return key.rfind(kChecksumPrefix, 0) == 0; }
+
+// The index of the first NaN or infinity of a floating-point tensor, -1 when there is none (or it is not floating).
+int64_t first_non_finite(const SafeTensor& t) {
+  auto scan = [&](auto zero, auto is_bad) -> int64_t {
+    using T = decltype(zero);
+    const size_t n = t.bytes.size() / sizeof(T);
+    for (size_t i = 0; i < n; ++i) {
+      T v;
+      std::memcpy(&v, t.bytes.data() + i * sizeof(T), sizeof(T));
+      if (is_bad(v)) return static_cast<int64_t>(i);
+    }
+    return -1;
+  };
+  auto not_finite = [](auto v) { return !std::isfinite(v); };
+  if (t.dtype == "F32") return scan(0.0f, not_finite);
+  if (t.dtype == "F64") return scan(0.0, not_finite);
+  // F16 and BF16: the exponent bits all ones
+  if (t.dtype == "F16") return scan(uint16_t{0}, [](uint16_t v) { return (v & 0x7c00) == 0x7c00; });
+  if (t.dtype == "BF16") return scan(uint16_t{0}, [](uint16_t v) { return (v & 0x7f80) == 0x7f80; });
+  return -1;
+}
+
+// Checks each tensor against its checksum, if the file has checksums, and removes them from the metadata.
+template <class Fail>
+void verify_checksums(SafeTensorsFile& file, Fail fail) {
+  std::map<std::string, std::string> sums;
+  for (auto it = file.metadata.begin(); it != file.metadata.end();) {
+    if (!is_checksum_key(it->first)) {
+      ++it;
+      continue;
+    }
+    sums[it->first.substr(std::strlen(kChecksumPrefix))] = it->second;
+    it = file.metadata.erase(it);
+  }
+  if (sums.empty()) return;
+  for (const auto& [name, t] : file.tensors) {
+    auto it = sums.find(name);
+    if (it == sums.end()) throw fail("tensor '" + name + "' has no checksum, though the file has checksums");
+    const std::string actual = crc32_hex(t.bytes);
+    if (actual != it->second)
+      throw fail("tensor '" + name + "': data does not match its checksum (crc32 " + actual + ", stored " +
+                 it->second.substr(0, 16) + "): the file is corrupt");
+    sums.erase(it);
+  }
+  if (!sums.empty()) throw fail("checksum for tensor '" + sums.begin()->first + "', which the file does not hold");
+  file.checksummed = true;
+}
+
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+// A header value as an error message quotes it: scalars as JSON, cut short; a short array one level deep; other
+// containers by type, since dumping a deeply nested one would recurse once per level.
+std::string brief(const nlohmann::json& value, bool top = true) {
+  if (top && value.is_array() && value.size() <= 4) {
+    std::string text = "[";
+    for (const auto& element : value) text += (text.size() > 1 ? ", " : "") + brief(element, false);
+    return text + "]";
+  }
+  if (value.is_structured()) return std::string("a JSON ") + value.type_name();
+  const std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return text.size() <= 40 ? text : text.substr(0, 40) + "...";
 }
 
 // A tensor entry of the header after validation: where its bytes lie in the data section.
@@ -82,14 +164,14 @@ SafeTensor parse_entry(const std::string& name, const nlohmann::json& entry, Dat
   if (!shape.is_array()) throw fail(where + "\"shape\" is not an array");
   for (const auto& d : shape) {
     if (!d.is_number_integer() || d.get<int64_t>() < 0)
-      throw fail(where + "\"shape\" holds " + d.dump() + ", not a non-negative integer");
+      throw fail(where + "\"shape\" holds " + brief(d, false) + ", not a non-negative integer");
     t.shape.push_back(d.get<int64_t>());
   }
 
   const auto& offsets = entry["data_offsets"];
   if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
       !offsets[1].is_number_unsigned())
-    throw fail(where + "\"data_offsets\" must be two non-negative integers, got " + offsets.dump());
+    throw fail(where + "\"data_offsets\" must be two non-negative integers, got " + brief(offsets));
   span = {name, offsets[0].get<uint64_t>(), offsets[1].get<uint64_t>()};
   if (span.begin > span.end)
     throw fail(where + "data_offsets [" + std::to_string(span.begin) + ", " + std::to_string(span.end) +
@@ -105,6 +187,13 @@ SafeTensor parse_entry(const std::string& name, const nlohmann::json& entry, Dat
 }
 
 }  // namespace
+
+std::string safetensors_checksum_key(const std::string& tensor_name) { return kChecksumPrefix + tensor_name; }
+
+std::string checksum_note(const std::string& path, const SafeTensorsFile& f) {
+  if (f.checksummed) return "";
+  return path + ": no checksums (not written by headroom): its tensor data was loaded unverified";
+}
 
 size_t safetensors_dtype_size(const std::string& dtype) {
   const DtypeInfo* info = find_dtype(dtype);
@@ -142,6 +231,9 @@ SafeTensorsFile read_safetensors(const std::string& path) {
   if (!opens_object)
     throw fail("not a safetensors file: no JSON header after the 8-byte length (header length field reads " +
                std::to_string(header_len) + ", file has " + std::to_string(file_size) + " bytes)");
+  if (header_len > kMaxHeaderBytes)
+    throw fail("header length " + std::to_string(header_len) + " is over the format's limit of " +
+               std::to_string(kMaxHeaderBytes) + " bytes");
   if (header_len > after_len)
     throw fail("truncated or corrupt: header length " + std::to_string(header_len) + " exceeds the " +
                std::to_string(after_len) + " bytes after the length field");
@@ -200,6 +292,10 @@ SafeTensorsFile read_safetensors(const std::string& path) {
     in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     if (!in) throw fail("read error in the data of tensor '" + span.name + "'");
   }
+  verify_checksums(file, fail);
+  for (const auto& [name, t] : file.tensors)
+    if (const int64_t i = first_non_finite(t); i >= 0)
+      throw fail("tensor '" + name + "' holds a NaN or infinity (element " + std::to_string(i) + ")");
   return file;
 }
 
@@ -224,8 +320,12 @@ void write_safetensors(const std::string& path, const SafeTensorsFile& f) {
   }
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.rank > b.rank; });
 
+  std::map<std::string, std::string> metadata = f.metadata;
+  for (const auto& [key, value] : f.metadata)
+    if (is_checksum_key(key)) throw Error(path + ": metadata key \"" + key + "\" is reserved for checksums");
+  for (const Item& item : items) metadata[safetensors_checksum_key(*item.name)] = crc32_hex(item.tensor->bytes);
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!f.metadata.empty()) header["__metadata__"] = f.metadata;
+  if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const Item& item : items) {
     const uint64_t end = offset + item.tensor->bytes.size();

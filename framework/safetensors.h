@@ -21,19 +21,30 @@ struct SafeTensor {
 
 struct SafeTensorsFile {
   std::map<std::string, SafeTensor> tensors;
-  std::map<std::string, std::string> metadata;  // the "__metadata__" entry
+  std::map<std::string, std::string> metadata;  // the "__metadata__" entry, less the checksums
+  // Set by read_safetensors: every tensor's data matched its checksum. False for a file written elsewhere (a Hugging
+  // Face download has none): its data loaded unverified, which checksum_note() words for the caller to print once.
+  bool checksummed = false;
 };
 
+// The "__metadata__" key under which write_safetensors stores a tensor's CRC-32 (8 lowercase hex digits).
+std::string safetensors_checksum_key(const std::string& tensor_name);
+
 // Reads and validates a whole file. Throws hr::Error naming the file and the problem: not a safetensors file, a
-// truncated header or data section, a header that is not a JSON object, a tensor entry with a missing or wrong dtype,
-// shape or data_offsets, and tensor data that overlaps, leaves gaps or is followed by unaccounted bytes.
+// header longer than 100 MB, truncated, not UTF-8 JSON or not a JSON object, a tensor entry with a missing or wrong
+// dtype, shape or data_offsets, tensor data that overlaps, leaves gaps or is followed by unaccounted bytes; and, naming
+// the tensor, data that does not match its checksum, a checksum missing in a file that has them, or a NaN or infinity
+// in a floating-point tensor.
 SafeTensorsFile read_safetensors(const std::string& path);
+
+// "" for a file whose checksums were verified; else a one-line note that `path`'s tensor data was not verified.
+std::string checksum_note(const std::string& path, const SafeTensorsFile& f);
 
 // Writes `f` atomically (see atomic_file.h) in the layout the safetensors package itself writes: tensors ordered by
 // descending dtype alignment then by name, their data contiguous from offset 0 (so each tensor starts at a multiple
 // of its element size), the JSON header padded with spaces to a multiple of 8 bytes so the data section is 8-byte
-// aligned, metadata under "__metadata__". Throws hr::Error naming the path and tensor on an unknown dtype, a negative
-// dimension or a byte count that does not match the shape.
+// aligned, metadata under "__metadata__" with one CRC-32 per tensor added. Throws hr::Error naming the path and
+// tensor on an unknown dtype, a negative dimension, a byte count that does not match the shape, or a metadata key that is a checksum key.
 void write_safetensors(const std::string& path, const SafeTensorsFile& f);
 
 // Bytes per element of a dtype name; throws hr::Error for a name the format does not define (or we do not support).

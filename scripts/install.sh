@@ -11,7 +11,8 @@ packages=(meson ninja-build g++ pkg-config
   nlohmann-json3-dev   # JSON datasets, safetensors headers, metrics.jsonl
   libcli11-dev         # the headroom command line
   libutf8proc-dev      # Unicode normalisation and categories for the BERT tokenizer
-  libcairo2-dev)       # PNG plots and attention maps
+  libcairo2-dev        # PNG plots and attention maps
+  zlib1g-dev)          # crc32: the per-tensor checksums of safetensors files
 
 missing=()
 for p in "${packages[@]}"; do

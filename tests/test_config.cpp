@@ -195,6 +195,43 @@ TEST_CASE("missing required keys name the block they are missing from") {
   CHECK(error_of([] { Config::parse("a: 1\n", "x.yaml").get<int64_t>("b"); }) == "x.yaml:1: missing required key 'b'");
 }
 
+TEST_CASE("a missing key is reported with the unknown keys beside it that look renamed or misspelt") {
+  CHECK(error_of([] { read_all(base_with("  d_model: 64\n", "  d_modle: 64\n")); }) ==
+        "configs/base.yaml:3: model: missing required key 'd_model'; unknown key 'd_modle' (line 4) may be meant for "
+        "it");
+  CHECK(error_of([] { read_all(base_with("  steps: 100\n", "  max_steps: 100\n  shuffle_steps: 1\n")); }) ==
+        "configs/base.yaml:13: train: missing required key 'steps'; unknown key 'max_steps' (line 15), "
+        "'shuffle_steps' (line 16) may be meant for it");
+  // a key that was read is no candidate, nor one unlike the missing key
+  const Config steps = Config::parse("steps: 1\nzzz: 2\n", "x.yaml");
+  steps.get<int64_t>("steps");
+  CHECK(error_of([&] { steps.get<int64_t>("step"); }) == "x.yaml:1: missing required key 'step'");
+}
+
+TEST_CASE("a huge value is quoted shortened, with its length") {
+  const std::string huge(1000000, 'x');
+  const Config model = base_with("activation: gelu", "activation: " + huge).child("model");
+  CHECK(error_of([&] { model.get_choice("activation", {"gelu", "relu"}); }) ==
+        "configs/base.yaml:5: model.activation: expected one of 'gelu', 'relu', got '" + std::string(60, 'x') +
+            "...' (1000000 bytes)");
+  CHECK(error_of([&] { base_with("d_model: 64", "d_model: " + huge).child("model").get_positive("d_model"); }).size() <
+        200);
+  Config config = Config::parse(kBase, kName);
+  config.apply_override("train.lr=" + huge);
+  CHECK(error_of([&] { config.child("train").get<double>("lr"); }) ==
+        "--set train.lr='" + std::string(60, 'x') + "...' (1000000 bytes): expected a number, got '" +
+            std::string(60, 'x') + "...' (1000000 bytes)");
+  // cut at a character boundary: 59 ASCII bytes then 3-byte characters
+  const std::string cjk = std::string(59, 'a') + [] {
+    std::string s;
+    for (int i = 0; i < 20; ++i) s += "\xe4\xb8\xad";
+    return s;
+  }();
+  const Config cjk_model = base_with("activation: gelu", "activation: " + cjk).child("model");
+  CHECK(error_of([&] { cjk_model.get_positive("activation"); })
+            .find("got '" + std::string(59, 'a') + "...' (119 bytes)") != std::string::npos);
+}
+
 TEST_CASE("non-positive values are rejected") {
   CHECK(error_of([] { read_all(base_with("heads: 2", "heads: 0")); }) ==
         "configs/base.yaml:11: model.layers[1].attention.heads: expected a positive integer, got '0'");

@@ -1,4 +1,4 @@
-// Dataset loaders and the SQuAD v1.1 metric: real files from $HR_SHARED/data, hand-made bad files for every issue
+// Dataset loaders and the SQuAD v1.1 metric: real files from data/, hand-made bad files for every issue
 // type, and metric values computed with the official evaluate-v1.1.py functions (Python 3) on the same inputs.
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -11,15 +11,17 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "tests/shared_files.h"
+#include "tests/repo_files.h"
 #include "kernels/base/error.h"
 #include "train/data/classification_data.h"
+#include "train/data/cmrc_metric.h"
 #include "train/data/squad_data.h"
 #include "train/data/squad_metric.h"
 #include "train/data/utf8_codepoints.h"
+#include "train/tokenizer/utf8.h"
 
 using namespace hr;
-using hr::testing::shared_data;
+using hr::testing::data_file;
 namespace fs = std::filesystem;
 
 namespace {
@@ -91,10 +93,28 @@ TEST_CASE("utf8: validation and code-point slicing") {
   CHECK(utf8_codepoint_offsets(s) == std::vector<size_t>{0, 1, 2, 3, 5, 6, 9, 12, 13, 17, 18});
 }
 
+TEST_CASE("utf8: the data layer and the tokenizer decode ill-formed bytes by one rule") {
+  // each maximal ill-formed subpart is one bad code point in both (Python's errors='replace'), never one per byte
+  for (const std::string text : {"\xE2\x82x", "a\xF0\x9F\x98", "\xED\xA0\x80", "\xC0\xAF!", "\xF4\x90\x80\x80",
+                                 "\xE4\xB8\xAD\xFF\xE4", "ok"}) {
+    INFO(text);
+    std::u32string data_layer;
+    for (size_t pos = 0; pos < text.size();) {
+      const int32_t cp = decode_utf8_codepoint(text, pos);
+      data_layer.push_back(cp < 0 ? utf8::kReplacement : static_cast<char32_t>(cp));
+    }
+    CHECK(data_layer == utf8::decode(text).code_points);
+  }
+  size_t pos = 0;
+  CHECK(decode_utf8_codepoint("\xE2\x82x", pos) == -1);
+  CHECK(pos == 2);  // E2 82 is one truncated sequence
+  CHECK_THROWS_WITH_AS(utf8_codepoint_offsets("ab\xE2\x82x"), "invalid UTF-8 at byte 2", Error);
+}
+
 // ------------------------------------------------------------------------------------------------------- CLINC150
 
 TEST_CASE("clinc150: real split sizes, labels and line numbers") {
-  const std::string path = shared_data("clinc150/data_full.json");
+  const std::string path = data_file("clinc150/data_full.json");
   ClassificationDataOptions options = options_for(DataFormat::clinc150, path);
   const LoadResult train = load_classification_data(options);
   CHECK(train.examples.size() == 15000);
@@ -140,7 +160,7 @@ TEST_CASE("clinc150: real split sizes, labels and line numbers") {
   options.on_error = OnError::fail;
   CHECK(contains(error_of([&] { load_classification_data(options); }), "unknown label 'oos'"));
 
-  ClassificationDataOptions small = options_for(DataFormat::clinc150, shared_data("clinc150/data_small.json"));
+  ClassificationDataOptions small = options_for(DataFormat::clinc150, data_file("clinc150/data_small.json"));
   CHECK(load_classification_data(small).examples.size() == 7500);
 }
 
@@ -362,7 +382,7 @@ TEST_CASE("loaders never crash on binary garbage") {
 // ------------------------------------------------------------------------------------------------------------ SQuAD
 
 TEST_CASE("squad: real files load with every offset verified") {
-  const SquadData part1 = load_squad(shared_data("squad_v1.1/dev-v1.1.part1of2.json"));
+  const SquadData part1 = load_squad(data_file("squad_v1.1/dev-v1.1.part1of2.json"));
   CHECK(part1.eval.size() == 5696);
   CHECK(part1.train.size() == 5696);
   CHECK(part1.issues.empty());
@@ -379,17 +399,17 @@ TEST_CASE("squad: real files load with every offset verified") {
   for (const QaExample& q : part1.eval) answers += q.answers.size();
   CHECK(answers == 18389);
 
-  CHECK(load_squad(shared_data("squad_v1.1/dev-v1.1.part2of2.json")).eval.size() == 4874);
-  const SquadData babi_train = load_squad(shared_data("babi_qa1/babi_qa1_en10k_train.squad.json"));
+  CHECK(load_squad(data_file("squad_v1.1/dev-v1.1.part2of2.json")).eval.size() == 4874);
+  const SquadData babi_train = load_squad(data_file("babi_qa1/babi_qa1_en10k_train.squad.json"));
   CHECK(babi_train.train.size() == 10000);
   CHECK(babi_train.issues.empty());
-  const SquadData babi_test = load_squad(shared_data("babi_qa1/babi_qa1_en10k_test.squad.json"));
+  const SquadData babi_test = load_squad(data_file("babi_qa1/babi_qa1_en10k_test.squad.json"));
   CHECK(babi_test.eval.size() == 1000);
   CHECK(babi_test.eval[0].answers[0].text == "hallway");
 }
 
 TEST_CASE("squad: CMRC 2018 trial's UTF-16 offsets are found and reported, never trained on") {
-  const std::string path = shared_data("cmrc2018/cmrc2018_trial.json");
+  const std::string path = data_file("cmrc2018/cmrc2018_trial.json");
   const SquadData cmrc = load_squad(path);
   CHECK(cmrc.eval.size() == 1002);
   CHECK(cmrc.train.size() == 995);
@@ -527,7 +547,7 @@ TEST_CASE("squad metric: normalisation matches evaluate-v1.1.py") {
   CHECK(normalize_squad_answer("\xC4\xB0stanbul") == "i\xCC\x87stanbul");                    // İ -> i + U+0307
   CHECK(normalize_squad_answer("the\xCC\x81 end") == "\xCC\x81 end");   // U+0301 is no word character
   CHECK(normalize_squad_answer("x\xC2\xA0y\xE3\x80\x80z") == "x y z");  // NBSP and ideographic space split
-  CHECK(normalize_squad_answer("caf\xC3") == "caf\xC3");                // invalid UTF-8 passes through
+  CHECK(normalize_squad_answer("caf\xC3") == "caf\xEF\xBF\xBD");        // invalid UTF-8 becomes U+FFFD
 }
 
 TEST_CASE("squad metric: EM and F1 on hand-made cases") {
@@ -570,7 +590,7 @@ TEST_CASE("squad metric: whole dev halves against the official script") {
   for (const Expected& expected :
        {Expected{"squad_v1.1/dev-v1.1.part1of2.json", 712, 27.861657303370787, 51.84084653941759},
         Expected{"squad_v1.1/dev-v1.1.part2of2.json", 609, 27.944193680755028, 52.60399459120169}}) {
-    const SquadData data = load_squad(shared_data(expected.file));
+    const SquadData data = load_squad(data_file(expected.file));
     std::map<std::string, std::string> predictions;
     for (size_t n = 0; n < data.eval.size(); ++n) {
       const QaExample& q = data.eval[n];
@@ -590,6 +610,69 @@ TEST_CASE("squad metric: whole dev halves against the official script") {
     CHECK(score.exact_match == doctest::Approx(expected.exact_match).epsilon(1e-12));
     CHECK(score.f1 == doctest::Approx(expected.f1).epsilon(1e-12));
   }
+}
+
+// Hand-computed with the official cmrc2018_evaluate.py algorithm (mixed_segmentation with rm_punc, find_lcs,
+// remove_punctuation); each case says why it scores what it does.
+TEST_CASE("cmrc metric: character-level F1 and EM of the official CMRC 2018 script") {
+  using Segments = std::vector<std::string>;
+  CHECK(cmrc_segments("1990年NBA总冠军") == Segments{"1990", "年", "nba", "总", "冠", "军"});
+  CHECK(cmrc_segments("《红楼梦》，曹雪芹") == Segments{"红", "楼", "梦", "曹", "雪", "芹"});
+  CHECK(cmrc_segments("co-op 在 (1990),") == Segments{"coop", "在", "(", "1990", ")", ","});  // '-' gone, not split
+
+  CHECK(cmrc_f1("北京大学", "北京大学") == 1.0);
+  CHECK(cmrc_exact_match("北京大学", "北京大学") == 1.0);
+  // [在 北 京] vs [北 京]: common run 2, P 2/3, R 1
+  CHECK(cmrc_f1("在北京", "北京") == doctest::Approx(0.8).epsilon(1e-15));
+  CHECK(cmrc_exact_match("在北京", "北京") == 0.0);
+  // SQuAD's F1 sees one whitespace token on each side and scores this 0
+  CHECK(squad_f1("在北京", "北京") == 0.0);
+  // mixed: [nba 总 冠 军] inside [1990 年 nba 总 冠 军]: P 1, R 4/6
+  CHECK(cmrc_f1("NBA总冠军", "1990年NBA总冠军") == doctest::Approx(0.8).epsilon(1e-15));
+  // the longest common *contiguous* run: [丙 丁], P 1/2, R 1/2 (a bag of characters would give 1)
+  CHECK(cmrc_f1("甲乙丙丁", "甲丙丁乙") == doctest::Approx(0.5).epsilon(1e-15));
+  // punctuation removed on both sides before comparing
+  CHECK(cmrc_f1("红楼梦", "《红楼梦》") == 1.0);
+  CHECK(cmrc_exact_match("红楼梦", "《红楼梦》") == 1.0);
+  // lower-cased and stripped; EM keeps inner spaces, the segments do not
+  CHECK(cmrc_f1(" iPhone 手机", "iphone手机") == 1.0);
+  CHECK(cmrc_exact_match(" iPhone 手机", "iphone手机") == 0.0);
+  // empty answers: equal texts, yet no common segment
+  CHECK(cmrc_exact_match("", "") == 1.0);
+  CHECK(cmrc_f1("", "") == 0.0);
+  CHECK(cmrc_exact_match("，", "。") == 1.0);
+  CHECK(cmrc_f1("", "北京") == 0.0);
+  CHECK(cmrc_exact_match("", "北京") == 0.0);
+}
+
+TEST_CASE("qa metric: Chinese sets are scored with the CMRC metric, and the score names its metric") {
+  QaExample zh;
+  zh.id = "z";
+  zh.question = "哪一年夺得总冠军？";
+  zh.answers = {{"1990年", 0}};
+  const std::map<std::string, std::string> predicted = {{"z", "1990年夏天"}, {"e", "Denver"}};
+  const SquadScore chinese = evaluate_squad({zh}, predicted);
+  CHECK(chinese.metric == "cmrc");
+  CHECK(chinese.f1 == doctest::Approx(100.0 * 2 * (2.0 / 4) / (2.0 / 4 + 1)));  // [1990 年] in [1990 年 夏 天]
+  CHECK(evaluate_squad({zh}, predicted, QaMetric::squad).metric == "squad");
+  CHECK(evaluate_squad({zh}, predicted, QaMetric::squad).f1 == 0.0);  // one whitespace token each, unequal
+
+  QaExample en;
+  en.id = "e";
+  en.question = "Who won Super Bowl 50?";
+  en.answers = {{"Denver Broncos", 0}};
+  CHECK(evaluate_squad({en}, predicted).metric == "squad");
+  CHECK(evaluate_squad({en}, predicted, QaMetric::cmrc).metric == "cmrc");
+  CHECK(evaluate_squad({en}, predicted).f1 == doctest::Approx(100.0 * 2 / 3));
+
+  CHECK(parse_qa_metric("cmrc") == QaMetric::cmrc);
+  CHECK(parse_qa_metric("auto") == QaMetric::automatic);
+  CHECK_THROWS_AS(parse_qa_metric("bleu"), ConfigError);
+}
+
+TEST_CASE("cmrc metric: the CMRC 2018 trial set is picked out as Chinese, SQuAD as not") {
+  CHECK(is_chinese_qa(load_squad(data_file("cmrc2018/cmrc2018_trial.json")).eval));
+  CHECK(!is_chinese_qa(load_squad(data_file("babi_qa1/babi_qa1_en10k_test.squad.json")).eval));
 }
 
 TEST_CASE("squad metric: predictions file") {

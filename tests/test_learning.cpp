@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "tests/shared_files.h"
+#include "tests/repo_files.h"
 #include "framework/autograd.h"
 #include "framework/module.h"
 #include "framework/ops.h"

@@ -2,12 +2,12 @@
 // the models they describe.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <initializer_list>
 #include <string>
 
 #include "framework/config.h"
 #include "models/encoder_model.h"
+#include "tests/repo_files.h"
 
 using namespace hr;
 
@@ -99,9 +99,7 @@ TEST_CASE("a YAML syntax error names the file, line and column") {
 namespace {
 
 std::unique_ptr<EncoderModel> build_shipped(const std::string& name) {
-  const char* root = std::getenv("HR_SOURCE_ROOT");
-  REQUIRE_MESSAGE(root != nullptr, "HR_SOURCE_ROOT is not set (run the tests through meson)");
-  const Config config = Config::load_file(std::string(root) + "/configs/" + name);
+  const Config config = Config::load_file(hr::testing::repo_path("configs/" + name));
   return build_model(config.child("model"), {1000, 10});
 }
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/shared_files.h"
+#include "tests/repo_files.h"
 #include "framework/autograd.h"
 #include "framework/config.h"
 #include "framework/ops.h"

@@ -13,7 +13,7 @@
 #include <numeric>
 #include <random>
 
-#include "tests/shared_files.h"
+#include "tests/repo_files.h"
 #include "framework/autograd.h"
 #include "framework/optim.h"
 #include "framework/random.h"
@@ -24,7 +24,7 @@
 #include "train/tokenizer/wordpiece_trainer.h"
 
 using namespace hr;
-using hr::testing::shared_data;
+using hr::testing::data_file;
 namespace fs = std::filesystem;
 
 namespace {
@@ -183,14 +183,14 @@ TEST_CASE("qa: the CMRC 2018 trial's 5 misplaced answers are reported and not tr
   DataOptions d;
   d.task = "squad";
   d.format = "squad";
-  d.train_path = shared_data("cmrc2018/cmrc2018_trial.json");
+  d.train_path = data_file("cmrc2018/cmrc2018_trial.json");
   QaTask task(d);
   CHECK(task.misplaced_answers() == 5);
   CHECK(task.data_issues() == 7);
   CHECK(task.num_train_questions() == 995);
 
   // Every verified answer maps to Chinese character tokens whose offsets give back text holding the answer.
-  const Tokenizer tok(Vocab::load(shared_data("bert_vocab/bert-base-chinese-vocab.txt")));
+  const Tokenizer tok(Vocab::load(data_file("bert_vocab/bert-base-chinese-vocab.txt")));
   const SquadData cmrc = load_squad(d.train_path);
   int64_t exact = 0;
   for (const QaExample& e : cmrc.train) {

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "tests/shared_files.h"
+#include "tests/repo_files.h"
 #include "tests/temp_dir.h"
 #include "framework/atomic_file.h"
 #include "kernels/base/error.h"
@@ -318,6 +318,123 @@ TEST_CASE("foreign and corrupt files give a clear error naming the file") {
     write_bytes(path, le64(5) + "[1,2]");
     check_read_error(path, "not a safetensors file");
   }
+}
+
+TEST_CASE("the reader enforces the format's header rules") {
+  TempDir tmp;
+  const std::string path = tmp / "bad.safetensors";
+  const std::string good = read_bytes(fixture("cross_entropy.safetensors"));
+  SUBCASE("a header longer than 100 MB is refused before anything is allocated") {
+    write_bytes(path, le64(100'000'001) + good.substr(8));
+    check_read_error(path, "header length 100000001 is over the format's limit of 100000000 bytes");
+  }
+  SUBCASE("a header that is not UTF-8") {
+    write_bytes(path, raw_file("{\"\xff\xfe\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1));
+    check_read_error(path, "header is not valid JSON");
+  }
+  SUBCASE("a deeply nested header value is named by its type, not dumped level by level") {
+    const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+    write_bytes(path, raw_file(R"({"a":{"dtype":"U8","shape":[)" + deep + R"(],"data_offsets":[0,1]}})", 1));
+    check_read_error(path, "tensor 'a': \"shape\" holds a JSON array, not a non-negative integer");
+    write_bytes(path, raw_file(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,)" + deep + "]}}", 1));
+    check_read_error(path, "\"data_offsets\" must be two non-negative integers, got [0, a JSON array]");
+  }
+  SUBCASE("data ending before the end of the file") {
+    write_bytes(path, good + '\0');
+    check_read_error(path, "1 bytes after the end of the tensor data");
+  }
+}
+
+namespace {
+
+// `f` written to `path`, with byte `offset` of the file then flipped.
+void write_with_flipped_byte(const std::string& path, const SafeTensorsFile& f, size_t offset) {
+  write_safetensors(path, f);
+  std::string raw = read_bytes(path);
+  REQUIRE(offset < raw.size());
+  raw[offset] = static_cast<char>(raw[offset] ^ 0x10);
+  write_bytes(path, raw);
+}
+
+}  // namespace
+
+TEST_CASE("files headroom writes carry one CRC-32 per tensor, verified on load") {
+  TempDir tmp;
+  const std::string path = tmp / "sum.safetensors";
+  SafeTensorsFile f;
+  const float w[3] = {1.0f, 2.0f, 3.0f};
+  f.tensors["w"] = from_f32({3}, w);
+  f.tensors["b"] = {"U8", {2}, {7, 9}};
+  f.metadata["step"] = "4";
+  write_safetensors(path, f);
+
+  const std::string raw = read_bytes(path);
+  uint64_t n = 0;
+  for (int k = 7; k >= 0; --k) n = (n << 8) | static_cast<uint8_t>(raw[k]);
+  const nlohmann::json meta = nlohmann::json::parse(raw.substr(8, n))["__metadata__"];
+  CHECK(meta[safetensors_checksum_key("w")] == "b20e96b1");  // zlib.crc32 of the 12 bytes of 1.0f, 2.0f, 3.0f
+  CHECK(meta[safetensors_checksum_key("b")] == "77443c9c");  // zlib.crc32(b"\x07\x09")
+  const SafeTensorsFile back = read_safetensors(path);
+  CHECK(back.checksummed);
+  CHECK(checksum_note(path, back).empty());
+  CHECK(back.metadata == f.metadata);  // the checksums are the format's business, not the caller's
+
+  SUBCASE("a flipped byte in a tensor's data names the file and the tensor") {
+    write_with_flipped_byte(path, f, raw.size() - 1);  // the U8 tensor 'b' is stored last
+    check_read_error(path, "tensor 'b': data does not match its checksum");
+    write_with_flipped_byte(path, f, 8 + n);  // the F32 tensor 'w' first
+    check_read_error(path, "tensor 'w': data does not match its checksum");
+  }
+  SUBCASE("a checksum removed or added") {
+    nlohmann::json header = nlohmann::json::parse(raw.substr(8, n));
+    header["__metadata__"].erase(safetensors_checksum_key("w"));
+    write_bytes(path, le64(header.dump().size()) + header.dump() + raw.substr(8 + n));
+    check_read_error(path, "tensor 'w' has no checksum, though the file has checksums");
+    header["__metadata__"][safetensors_checksum_key("w")] = meta[safetensors_checksum_key("w")];
+    header["__metadata__"][safetensors_checksum_key("gone")] = "00000000";
+    write_bytes(path, le64(header.dump().size()) + header.dump() + raw.substr(8 + n));
+    check_read_error(path, "checksum for tensor 'gone', which the file does not hold");
+  }
+  SUBCASE("the writer keeps the checksum keys to itself") {
+    f.metadata[safetensors_checksum_key("w")] = "0";
+    CHECK(error_message([&] { write_safetensors(path, f); }).find("is reserved for checksums") != std::string::npos);
+  }
+}
+
+TEST_CASE("files without checksums load, with a note the caller can print") {
+  const std::string hf = hr::testing::repo_path("tests/fixtures/hf_bert/bert_tiny_qa/model.safetensors");
+  const SafeTensorsFile f = read_safetensors(hf);
+  CHECK(!f.checksummed);
+  CHECK(f.tensors.count("qa_outputs.weight") == 1);
+  CHECK(checksum_note(hf, f) == hf + ": no checksums (not written by headroom): its tensor data was loaded unverified");
+}
+
+TEST_CASE("a NaN or infinity in a floating-point tensor is an error naming the file and the tensor") {
+  TempDir tmp;
+  const std::string path = tmp / "nan.safetensors";
+  SafeTensorsFile f;
+  const float ok[2] = {1.0f, 2.0f};
+  f.tensors["fine"] = from_f32({2}, ok);
+  const int64_t big = -1;  // all bits set: a NaN pattern, but an integer tensor is not checked
+  f.tensors["ids"] = from_i64({1}, &big);
+  write_safetensors(path, f);
+  CHECK(read_safetensors(path).tensors.size() == 2);
+
+  const float bad[3] = {0.0f, 1.0f, std::nanf("")};
+  f.tensors["w"] = from_f32({3}, bad);
+  write_safetensors(path, f);  // a diverged run may save NaN weights; loading them is the error
+  check_read_error(path, "tensor 'w' holds a NaN or infinity (element 2)");
+  f.tensors["w"] = {"F16", {2}, {0x00, 0x3c, 0x00, 0xfc}};  // 1, -inf
+  write_safetensors(path, f);
+  check_read_error(path, "tensor 'w' holds a NaN or infinity (element 1)");
+  f.tensors["w"] = {"BF16", {1}, {0xc0, 0x7f}};  // NaN
+  write_safetensors(path, f);
+  check_read_error(path, "tensor 'w' holds a NaN or infinity (element 0)");
+  const double inf = INFINITY;
+  f.tensors["w"] = {"F64", {1}, std::vector<uint8_t>(8)};
+  std::memcpy(f.tensors["w"].bytes.data(), &inf, 8);
+  write_safetensors(path, f);
+  check_read_error(path, "tensor 'w' holds a NaN or infinity (element 0)");
 }
 
 TEST_CASE("to_f32 and to_i64 decode each supported dtype") {

@@ -15,14 +15,15 @@
 #include <string>
 #include <vector>
 
-#include "tests/shared_files.h"
+#include "tests/repo_files.h"
 #include "kernels/base/error.h"
 #include "train/tokenizer/tokenizer.h"
+#include "train/tokenizer/unicode_case.h"
 #include "train/tokenizer/utf8.h"
 #include "train/tokenizer/wordpiece_trainer.h"
 
 using namespace hr;
-using hr::testing::shared_path;
+using hr::testing::repo_path;
 
 // Readable failure messages for the vectors compared below.
 namespace doctest {
@@ -52,7 +53,7 @@ const std::string kChinese = "data/bert_vocab/bert-base-chinese-vocab.txt";
 
 // The id of `token`: its 0-based line number, found by reading the file line by line.
 int32_t line_of(const std::string& rel, const std::string& token) {
-  std::ifstream in(shared_path(rel), std::ios::binary);
+  std::ifstream in(repo_path(rel), std::ios::binary);
   std::string line;
   for (int32_t i = 0; std::getline(in, line); ++i) {
     if (line == token) return i;
@@ -68,12 +69,12 @@ std::vector<int32_t> lines_of(const std::string& rel, const std::vector<std::str
 }
 
 const Tokenizer& uncased() {
-  static const Tokenizer t(Vocab::load(shared_path(kUncased)), BasicTokenizer(true));
+  static const Tokenizer t(Vocab::load(repo_path(kUncased)), BasicTokenizer(true));
   return t;
 }
 
 const Tokenizer& chinese() {
-  static const Tokenizer t(Vocab::load(shared_path(kChinese)), BasicTokenizer(true));
+  static const Tokenizer t(Vocab::load(repo_path(kChinese)), BasicTokenizer(true));
   return t;
 }
 
@@ -162,6 +163,26 @@ TEST_CASE("utf8: decode replaces each maximal ill-formed subpart like Python's e
   const std::u32string round = U"a\u00E9\u4E2D\U0001F355";
   CHECK(utf8::encode(round) == "a\xC3\xA9\xE4\xB8\xAD\xF0\x9F\x8D\x95");
   CHECK(utf8::decode(utf8::encode(round)).code_points == round);
+}
+
+TEST_CASE("case properties: one Case_Ignorable and Cased for the tokenizer and the SQuAD metric") {
+  CHECK(is_case_ignorable(U'\''));     // Word_Break Single_Quote
+  CHECK(is_case_ignorable(U'.'));      // MidNumLet
+  CHECK(is_case_ignorable(0x2019));    // right single quotation mark
+  CHECK(is_case_ignorable(0x0301));    // combining acute (Mn)
+  CHECK(is_case_ignorable(0x02B0));    // modifier letter small h (Lm)
+  CHECK_FALSE(is_case_ignorable(U'a'));
+  CHECK_FALSE(is_case_ignorable(U','));
+  CHECK(is_cased(U'A'));
+  CHECK(is_cased(0x01C5));  // Dž (Lt)
+  CHECK(is_cased(0x00AA));  // ª: Other_Lowercase
+  CHECK_FALSE(is_cased(U'1'));
+  CHECK_FALSE(is_cased(0x4E2D));
+  // ΑΣ'Σ: the apostrophe is skipped both ways, so the first sigma is followed by a cased letter, the last is final
+  const std::u32string word = U"\u0391\u03A3'\u03A3";
+  const auto at = [&](size_t k) { return word[k]; };
+  CHECK_FALSE(is_final_sigma(1, word.size(), at));
+  CHECK(is_final_sigma(3, word.size(), at));
 }
 
 TEST_CASE("vocab: real BERT files, '\\n'-only lines, special ids") {
@@ -317,7 +338,7 @@ TEST_CASE("learned vocabulary: likelihood score picks the merge, ties go lexicog
 }
 
 TEST_CASE("learned vocabulary on CLINC150: exact size, specials, deterministic, few [UNK], round trip") {
-  std::ifstream in(shared_path("data/clinc150/data_full.json"));
+  std::ifstream in(repo_path("data/clinc150/data_full.json"));
   const nlohmann::json data = nlohmann::json::parse(in);
   std::vector<std::string> texts;
   for (const auto& row : data["train"]) texts.push_back(row[0].get<std::string>());

@@ -7,68 +7,25 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/base/error.h"
+#include "train/data/cmrc_metric.h"
 #include "train/data/utf8_codepoints.h"
+#include "train/tokenizer/unicode_case.h"
+#include "train/tokenizer/utf8.h"
 
 namespace hr {
 
 namespace {
 
-// Code points of a string; a byte that is not valid UTF-8 becomes -1 - byte so that it survives unchanged and is
-// neither a letter, a space nor punctuation (the official script never sees such bytes: Python strings are Unicode).
+// Code points of a string (ill-formed bytes become U+FFFD, see train/tokenizer/utf8.h), and back.
 std::vector<int32_t> decode(std::string_view text) {
-  std::vector<int32_t> cps;
-  for (size_t pos = 0; pos < text.size();) {
-    const size_t at = pos;
-    const int32_t cp = decode_utf8_codepoint(text, pos);
-    cps.push_back(cp >= 0 ? cp : -1 - static_cast<uint8_t>(text[at]));
-  }
-  return cps;
+  const std::u32string cps = utf8::decode(text).code_points;
+  return std::vector<int32_t>(cps.begin(), cps.end());
 }
 
 std::string encode(const std::vector<int32_t>& cps) {
   std::string out;
-  for (const int32_t cp : cps) {
-    if (cp >= 0) {
-      append_utf8(out, cp);
-    } else {
-      out += static_cast<char>(-1 - cp);
-    }
-  }
+  for (const int32_t cp : cps) utf8::append(out, static_cast<char32_t>(cp));
   return out;
-}
-
-utf8proc_category_t category(int32_t cp) { return cp >= 0 ? utf8proc_category(cp) : UTF8PROC_CATEGORY_CN; }
-
-// Unicode "Cased" (approximated by the letter case categories; Python also counts Other_Lowercase/Uppercase).
-bool is_cased(int32_t cp) {
-  const utf8proc_category_t c = category(cp);
-  return c == UTF8PROC_CATEGORY_LU || c == UTF8PROC_CATEGORY_LL || c == UTF8PROC_CATEGORY_LT;
-}
-
-// Unicode "Case_Ignorable": Mn, Me, Cf, Lm, Sk, and Word_Break MidLetter / MidNumLet / Single_Quote.
-bool is_case_ignorable(int32_t cp) {
-  switch (category(cp)) {
-    case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_ME:
-    case UTF8PROC_CATEGORY_CF:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_SK: return true;
-    default: break;
-  }
-  static constexpr int32_t kMid[] = {0x27,   0x2E,   0x3A,   0xB7,   0x387,  0x55F,  0x5F4,  0x2018, 0x2019,
-                                     0x2024, 0x2027, 0xFE13, 0xFE52, 0xFE55, 0xFF07, 0xFF0E, 0xFF1A};
-  return std::find(std::begin(kMid), std::end(kMid), cp) != std::end(kMid);
-}
-
-// CPython's handle_capital_sigma: U+03A3 lowers to final sigma after a cased letter (skipping case-ignorables) when
-// no cased letter follows.
-bool is_final_sigma(const std::vector<int32_t>& cps, size_t i) {
-  size_t j = i;
-  while (j > 0 && is_case_ignorable(cps[j - 1])) --j;
-  if (j == 0 || !is_cased(cps[j - 1])) return false;
-  size_t k = i + 1;
-  while (k < cps.size() && is_case_ignorable(cps[k])) ++k;
-  return k == cps.size() || !is_cased(cps[k]);
 }
 
 // Python's str.lower(): the simple mapping plus SpecialCasing's unconditional one (U+0130) and Final_Sigma.
@@ -81,9 +38,10 @@ std::vector<int32_t> python_lower(const std::vector<int32_t>& cps) {
       out.push_back('i');
       out.push_back(0x307);
     } else if (cp == 0x3A3) {
-      out.push_back(is_final_sigma(cps, i) ? 0x3C2 : 0x3C3);
+      out.push_back(is_final_sigma(i, cps.size(), [&](size_t k) { return static_cast<char32_t>(cps[k]); }) ? 0x3C2
+                                                                                                         : 0x3C3);
     } else {
-      out.push_back(cp >= 0 ? utf8proc_tolower(cp) : cp);
+      out.push_back(utf8proc_tolower(cp));
     }
   }
   return out;
@@ -91,13 +49,13 @@ std::vector<int32_t> python_lower(const std::vector<int32_t>& cps) {
 
 // Python's string.punctuation.
 bool is_ascii_punctuation(int32_t cp) {
-  return cp >= 0 && cp < 0x80 &&
+  return cp < 0x80 &&
          std::string_view("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~").find(static_cast<char>(cp)) != std::string_view::npos;
 }
 
 // Python's re \w on str: str.isalnum() (letters and numbers of any script) or '_'.
 bool is_word(int32_t cp) {
-  switch (category(cp)) {
+  switch (utf8proc_category(cp)) {
     case UTF8PROC_CATEGORY_LU:
     case UTF8PROC_CATEGORY_LL:
     case UTF8PROC_CATEGORY_LT:
@@ -108,12 +66,6 @@ bool is_word(int32_t cp) {
     case UTF8PROC_CATEGORY_NO: return true;
     default: return cp == '_';
   }
-}
-
-// Python's str.isspace(), which str.split() splits on.
-bool is_python_space(int32_t cp) {
-  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
 bool is_article(const std::vector<int32_t>& cps, size_t begin, size_t end) {
@@ -140,6 +92,13 @@ std::vector<std::string> tokens_of(const std::string& normalized) {
 }
 
 }  // namespace
+
+bool is_python_space(int32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+std::string python_lower(std::string_view text) { return encode(python_lower(decode(text))); }
 
 std::string normalize_squad_answer(std::string_view text) {
   std::vector<int32_t> lowered = python_lower(decode(text));
@@ -204,9 +163,20 @@ double squad_f1(std::string_view prediction, std::string_view gold) {
   return (2 * precision * recall) / (precision + recall);
 }
 
-SquadScore evaluate_squad(const std::vector<QaExample>& gold, const std::map<std::string, std::string>& predictions) {
+QaMetric parse_qa_metric(const std::string& name) {
+  if (name == "auto") return QaMetric::automatic;
+  if (name == "squad") return QaMetric::squad;
+  if (name == "cmrc") return QaMetric::cmrc;
+  throw ConfigError("QA metric must be one of auto, squad, cmrc; got '" + name + "'");
+}
+
+SquadScore evaluate_squad(const std::vector<QaExample>& gold, const std::map<std::string, std::string>& predictions,
+                          QaMetric metric) {
   HR_CHECK(!gold.empty(), "evaluate_squad: no gold questions");
+  if (metric == QaMetric::automatic) metric = is_chinese_qa(gold) ? QaMetric::cmrc : QaMetric::squad;
+  const bool cmrc = metric == QaMetric::cmrc;
   SquadScore score;
+  score.metric = cmrc ? "cmrc" : "squad";
   int64_t exact = 0;
   double f1_sum = 0;
   for (const QaExample& question : gold) {
@@ -219,8 +189,9 @@ SquadScore evaluate_squad(const std::vector<QaExample>& gold, const std::map<std
     }
     double best_em = 0, best_f1 = 0;
     for (const Answer& answer : question.answers) {
-      best_em = std::max(best_em, squad_exact_match(predicted->second, answer.text));
-      best_f1 = std::max(best_f1, squad_f1(predicted->second, answer.text));
+      const std::string& p = predicted->second;
+      best_em = std::max(best_em, cmrc ? cmrc_exact_match(p, answer.text) : squad_exact_match(p, answer.text));
+      best_f1 = std::max(best_f1, cmrc ? cmrc_f1(p, answer.text) : squad_f1(p, answer.text));
     }
     exact += static_cast<int64_t>(best_em);
     f1_sum += best_f1;

@@ -3,83 +3,28 @@
 #include <algorithm>
 
 #include "kernels/base/error.h"
+#include "train/tokenizer/utf8.h"
 
 namespace hr {
 
 int32_t decode_utf8_codepoint(std::string_view s, size_t& pos) {
-  const auto byte = [&](size_t i) { return static_cast<uint8_t>(s[i]); };
-  const uint8_t lead = byte(pos);
-  if (lead < 0x80) {
-    ++pos;
-    return lead;
-  }
-  int extra;
-  int32_t cp;
-  int32_t min_cp;
-  if ((lead & 0xE0) == 0xC0) {
-    extra = 1, cp = lead & 0x1F, min_cp = 0x80;
-  } else if ((lead & 0xF0) == 0xE0) {
-    extra = 2, cp = lead & 0x0F, min_cp = 0x800;
-  } else if ((lead & 0xF8) == 0xF0) {
-    extra = 3, cp = lead & 0x07, min_cp = 0x10000;
-  } else {
-    ++pos;
-    return -1;
-  }
-  if (pos + extra >= s.size()) {  // truncated sequence
-    ++pos;
-    return -1;
-  }
-  for (int k = 1; k <= extra; ++k) {
-    if ((byte(pos + k) & 0xC0) != 0x80) {
-      ++pos;
-      return -1;
-    }
-    cp = (cp << 6) | (byte(pos + k) & 0x3F);
-  }
-  if (cp < min_cp || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-    ++pos;
-    return -1;
-  }
-  pos += extra + 1;
-  return cp;
+  const utf8::Step step = utf8::decode_one(s, pos);
+  pos += step.length;
+  return step.ok ? static_cast<int32_t>(step.cp) : -1;
 }
 
-void append_utf8(std::string& out, int32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
+void append_utf8(std::string& out, int32_t codepoint) { utf8::append(out, static_cast<char32_t>(codepoint)); }
 
-bool is_valid_utf8(std::string_view s) {
-  for (size_t pos = 0; pos < s.size();) {
-    if (decode_utf8_codepoint(s, pos) < 0) return false;
-  }
-  return true;
-}
+bool is_valid_utf8(std::string_view s) { return utf8::is_valid(s); }
 
 std::vector<size_t> utf8_codepoint_offsets(std::string_view s) {
-  std::vector<size_t> offsets;
-  offsets.reserve(s.size() + 1);
-  for (size_t pos = 0; pos < s.size();) {
-    const size_t at = pos;
-    offsets.push_back(at);
-    HR_CHECK(decode_utf8_codepoint(s, pos) >= 0, "invalid UTF-8 at byte " + std::to_string(at));
+  utf8::Decoded decoded = utf8::decode(s);
+  if (!decoded.valid) {
+    const auto bad = std::find(decoded.code_points.begin(), decoded.code_points.end(), utf8::kReplacement);
+    const size_t at = decoded.byte_offsets[static_cast<size_t>(bad - decoded.code_points.begin())];
+    throw Error("invalid UTF-8 at byte " + std::to_string(at));
   }
-  offsets.push_back(s.size());
-  return offsets;
+  return std::move(decoded.byte_offsets);
 }
 
 int64_t utf8_codepoint_count(std::string_view s) { return static_cast<int64_t>(utf8_codepoint_offsets(s).size()) - 1; }

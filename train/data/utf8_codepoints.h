@@ -9,8 +9,10 @@
 
 namespace hr {
 
-// Decodes the code point at s[pos]; advances pos past it. Returns -1 (and advances one byte) on an ill-formed
-// sequence: stray continuation byte, truncation, overlong form, surrogate, or a value above U+10FFFF.
+// The data layer's view of the one UTF-8 decoder (train/tokenizer/utf8.h), whose rule for ill-formed bytes it shares.
+// Decodes the code point at s[pos]; advances pos past it. Returns -1 (and advances past the maximal ill-formed
+// subpart, the bytes that one U+FFFD replaces) on an ill-formed sequence: stray continuation byte, truncation,
+// overlong form, surrogate, or a value above U+10FFFF.
 int32_t decode_utf8_codepoint(std::string_view s, size_t& pos);
 
 void append_utf8(std::string& out, int32_t codepoint);

@@ -6,12 +6,25 @@ namespace hr {
 
 namespace {
 
+// Upper bounds past which a count is a typo, not a plan: they keep step arithmetic (epochs x batches, warm-up
+// steps) far from int64 overflow and catch a run that would otherwise loop for centuries.
+constexpr int64_t kMaxSteps = 1'000'000'000'000;  // optimizer steps, warm-up, eval and log intervals
+constexpr int64_t kMaxEpochs = 1'000'000;
+constexpr int64_t kMaxBatch = 1 << 20;            // rows per batch, micro-batches per step
+constexpr int64_t kMaxVocab = 1 << 24;
+constexpr int64_t kMaxTokens = 1 << 20;           // squad window lengths
+
+int64_t at_most(const Config& c, const char* key, int64_t value, int64_t limit) {
+  if (value > limit) c.fail(key, "must be at most " + std::to_string(limit) + ", got " + std::to_string(value));
+  return value;
+}
+
 TokenizerOptions read_tokenizer(const Config& root, bool check_files) {
   TokenizerOptions t;
   auto c = root.optional_child("tokenizer");
   if (!c) return t;
   t.vocab = c->get<std::string>("vocab", "");
-  t.vocab_size = c->get_positive("vocab_size", t.vocab_size);
+  t.vocab_size = at_most(*c, "vocab_size", c->get_positive("vocab_size", t.vocab_size), kMaxVocab);
   t.lower_case = c->get<bool>("lower_case", t.lower_case);
   if (check_files && !t.vocab.empty() && !std::filesystem::exists(t.vocab)) c->fail("vocab", "no such file '" + t.vocab + "'");
   return t;
@@ -46,9 +59,10 @@ DataOptions read_data(const Config& root, bool check_files) {
     d.label_field = c.get<std::string>("label_field", d.label_field);
   }
   if (d.task == "squad") {
-    d.doc_stride = c.get_positive("doc_stride", d.doc_stride);
-    d.max_query_len = c.get_positive("max_query_len", d.max_query_len);
-    d.max_answer_len = c.get_positive("max_answer_len", d.max_answer_len);
+    d.doc_stride = at_most(c, "doc_stride", c.get_positive("doc_stride", d.doc_stride), kMaxTokens);
+    d.max_query_len = at_most(c, "max_query_len", c.get_positive("max_query_len", d.max_query_len), kMaxTokens);
+    d.max_answer_len = at_most(c, "max_answer_len", c.get_positive("max_answer_len", d.max_answer_len), kMaxTokens);
+    d.metric = c.get_choice("metric", {"auto", "squad", "cmrc"}, "auto");
   }
   d.on_error = c.get_choice("on_error", {"skip", "fail"}, "skip");
   return d;
@@ -58,41 +72,61 @@ TrainOptions read_train(const Config& root) {
   TrainOptions t;
   if (!root.has("train")) return t;
   const Config c = root.child("train");
-  t.epochs = c.get_positive("epochs", t.epochs);
-  t.max_steps = c.get<int64_t>("max_steps", 0);
+  t.epochs = at_most(c, "epochs", c.get_positive("epochs", t.epochs), kMaxEpochs);
+  t.max_steps = at_most(c, "max_steps", c.get<int64_t>("max_steps", 0), kMaxSteps);
   if (t.max_steps < 0) c.fail("max_steps", "must be >= 0");
-  t.batch_size = c.get_positive("batch_size", t.batch_size);
-  t.grad_accum = c.get_positive("grad_accum", t.grad_accum);
+  t.batch_size = at_most(c, "batch_size", c.get_positive("batch_size", t.batch_size), kMaxBatch);
+  t.grad_accum = at_most(c, "grad_accum", c.get_positive("grad_accum", t.grad_accum), kMaxBatch);
   t.lr = c.get<float>("lr", t.lr);
   if (!(t.lr > 0.f)) c.fail("lr", "must be > 0");
   t.gate_lr = c.get<float>("gate_lr", 0.f);
   if (t.gate_lr < 0.f) c.fail("gate_lr", "must be >= 0 (0: the same as lr)");
   t.warmup = c.get<float>("warmup", t.warmup);
   if (t.warmup < 0.f) c.fail("warmup", "must be >= 0");
+  if (t.warmup > static_cast<float>(kMaxSteps))
+    c.fail("warmup", "must be at most " + std::to_string(kMaxSteps) + " steps");
   t.schedule = c.get_choice("schedule", {"linear", "cosine", "constant"}, "linear");
   t.weight_decay = c.get<float>("weight_decay", t.weight_decay);
+  if (t.weight_decay < 0.f) c.fail("weight_decay", "must be >= 0");
   t.clip = c.get<float>("clip", t.clip);
   if (t.clip < 0.f) c.fail("clip", "must be >= 0");
   t.label_smoothing = c.get<float>("label_smoothing", 0.f);
   if (t.label_smoothing < 0.f || t.label_smoothing >= 1.f) c.fail("label_smoothing", "must be in [0, 1)");
   t.seed = c.get<int64_t>("seed", 0);
   t.device = c.get_choice("device", {"cpu", "cuda"}, "cpu") == "cpu" ? Device::CPU : Device::CUDA;
-  t.eval_every = c.get<int64_t>("eval_every", 0);
+  t.eval_every = at_most(c, "eval_every", c.get<int64_t>("eval_every", 0), kMaxSteps);
   if (t.eval_every < 0) c.fail("eval_every", "must be >= 0");
-  t.log_every = c.get_positive("log_every", t.log_every);
+  t.log_every = at_most(c, "log_every", c.get_positive("log_every", t.log_every), kMaxSteps);
   t.bucket_by_length = c.get<bool>("bucket_by_length", true);
   t.init_from = c.get<std::string>("init_from", "");
   if (!t.init_from.empty() && !std::filesystem::exists(t.init_from))
     c.fail("init_from", "no such file '" + t.init_from + "'");
-  t.max_bad_steps = c.get_positive("max_bad_steps", t.max_bad_steps);
+  t.max_bad_steps = at_most(c, "max_bad_steps", c.get_positive("max_bad_steps", t.max_bad_steps), kMaxSteps);
   t.optimizer = c.get_choice("optimizer", {"adamw", "sgd"}, "adamw");
   return t;
+}
+
+// The model: block is build_model's (models/encoder_model.cpp), but two of its values only fail there deep into a run
+// or not at all: a max_len that cannot hold [CLS] and [SEP] around any text (a question too, for QA), and a
+// non-positive layer_norm_eps (a division by zero on a constant row). Checked here, up front.
+void check_model(const Config& root, const DataOptions& data) {
+  if (!root.has("model")) return;
+  const Config m = root.child("model");
+  if (m.has("layer_norm_eps") && !(m.get<double>("layer_norm_eps") > 0))
+    m.fail("layer_norm_eps", "must be > 0");
+  if (!m.has("max_len")) return;
+  const int64_t max_len = m.get_positive("max_len");
+  if (data.task == "squad" && max_len < data.max_query_len + 4)
+    m.fail("max_len", "must be at least data.max_query_len + 4 = " + std::to_string(data.max_query_len + 4) +
+                          " to hold [CLS], a question of max_query_len tokens, two [SEP] and any context");
+  if (max_len < 3) m.fail("max_len", "must be at least 3 to hold [CLS], [SEP] and any text");
 }
 
 }  // namespace
 
 RunConfig read_run_config(Config root, const std::string& name, bool check_files) {
   RunConfig rc{root, name, read_tokenizer(root, check_files), read_data(root, check_files), read_train(root)};
+  check_model(root, rc.data);
   return rc;
 }
 

@@ -30,6 +30,7 @@ struct DataOptions {
   std::string on_error = "skip";        // skip | fail
   // squad: windowing
   int64_t doc_stride = 128, max_query_len = 64, max_answer_len = 30;
+  std::string metric = "auto";          // squad: auto | squad | cmrc (parse_qa_metric, squad_metric.h)
 };
 
 struct TrainOptions {

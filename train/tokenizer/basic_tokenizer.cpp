@@ -6,6 +6,7 @@
 #include <array>
 #include <utility>
 
+#include "train/tokenizer/unicode_case.h"
 #include "train/tokenizer/utf8.h"
 
 namespace hr {
@@ -19,42 +20,11 @@ struct Char {
   Offset origin;
 };
 
-bool is_cased(char32_t cp) {
-  const auto c = static_cast<utf8proc_int32_t>(cp);
-  return utf8proc_islower(c) || utf8proc_isupper(c) || category(cp) == UTF8PROC_CATEGORY_LT;
-}
-
-// Unicode's Case_Ignorable by general category. The few apostrophes and dots it also lists (Word_Break MidLetter etc.)
-// are left out, so the sigma of "ΑΣ'Α" counts as final here and not in Python: rare enough to accept.
-bool is_case_ignorable(char32_t cp) {
-  switch (category(cp)) {
-    case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_ME:
-    case UTF8PROC_CATEGORY_CF:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_SK:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Capital sigma lower-cases to final sigma (U+03C2) at the end of a word, as Python's str.lower() does:
-// cased case-ignorable* SIGMA !(case-ignorable* cased).
-bool is_final_sigma(const std::vector<Char>& word, size_t i) {
-  size_t j = i;
-  while (j > 0 && is_case_ignorable(word[j - 1].cp)) --j;
-  if (j == 0 || !is_cased(word[j - 1].cp)) return false;
-  size_t k = i + 1;
-  while (k < word.size() && is_case_ignorable(word[k].cp)) ++k;
-  return k == word.size() || !is_cased(word[k].cp);
-}
-
 // In place: the characters before i are already lower-cased, which keeps them cased, so the context test still holds.
 void lower_case_chars(std::vector<Char>& word) {
   constexpr char32_t kCapitalSigma = 0x03A3;
   for (size_t i = 0; i < word.size(); ++i) {
-    word[i].cp = word[i].cp == kCapitalSigma && is_final_sigma(word, i)
+    word[i].cp = word[i].cp == kCapitalSigma && is_final_sigma(i, word.size(), [&](size_t k) { return word[k].cp; })
                      ? 0x03C2
                      : static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(word[i].cp)));
   }

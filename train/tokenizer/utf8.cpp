@@ -3,16 +3,7 @@
 #include <cstdint>
 
 namespace hr::utf8 {
-namespace {
 
-struct Step {
-  char32_t cp;
-  size_t length;  // bytes consumed
-  bool ok;
-};
-
-// Decodes the code point at text[i]; an ill-formed sequence consumes its maximal subpart (at least one byte) and
-// yields U+FFFD with ok = false.
 Step decode_one(std::string_view text, size_t i) {
   const auto byte = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
   const uint8_t b0 = byte(i);
@@ -48,8 +39,6 @@ Step decode_one(std::string_view text, size_t i) {
   if (k <= need) return {kReplacement, k, false};  // the bytes read so far are the maximal ill-formed subpart
   return {cp, need + 1, true};
 }
-
-}  // namespace
 
 Decoded decode(std::string_view text) {
   Decoded d;

@@ -20,6 +20,15 @@ struct Decoded {
   bool valid = true;                 // false when some bytes were replaced by U+FFFD
 };
 
+// One step of decode: the code point at text[i] and the bytes it takes; an ill-formed sequence takes its maximal
+// subpart (at least one byte) and yields U+FFFD with ok = false.
+struct Step {
+  char32_t cp;
+  size_t length;
+  bool ok;
+};
+Step decode_one(std::string_view text, size_t i);
+
 Decoded decode(std::string_view text);
 bool is_valid(std::string_view text);
 

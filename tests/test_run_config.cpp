@@ -1,0 +1,80 @@
+// The tokenizer:/data:/train: blocks of a training config (train/run/run_config.h): values that would fail deep into
+// a run, overflow or never end are ConfigErrors naming the file, line and key before any work starts.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+
+#include "framework/config.h"
+#include "tests/repo_files.h"
+#include "train/run/run_config.h"
+
+using namespace hr;
+
+namespace {
+
+// The message of the ConfigError that reading `yaml` throws ("" when it throws none).
+std::string error_reading(const std::string& yaml) {
+  try {
+    read_run_config(Config::parse(yaml, "run.yaml"), "run");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string squad_data() {
+  return "data:\n  task: squad\n  train_path: " + hr::testing::data_file("babi_qa1/babi_qa1_en10k_test.squad.json") +
+         "\n";
+}
+
+}  // namespace
+
+TEST_CASE("negative weight decay and layer-norm epsilon are rejected") {
+  CHECK(error_reading("train:\n  weight_decay: -0.01\n") == "run.yaml:2: train.weight_decay: must be >= 0");
+  CHECK(error_reading("model:\n  d_model: 8\n  layer_norm_eps: -1e-5\n") ==
+        "run.yaml:3: model.layer_norm_eps: must be > 0");
+  CHECK(error_reading("model:\n  layer_norm_eps: 0\n") == "run.yaml:2: model.layer_norm_eps: must be > 0");
+  CHECK(error_reading("train:\n  weight_decay: 0\nmodel:\n  layer_norm_eps: 1e-12\n").empty());
+}
+
+TEST_CASE("a max_len that cannot hold [CLS], [SEP] and text (and a whole question for QA) is rejected") {
+  CHECK(error_reading("model:\n  max_len: 2\n") ==
+        "run.yaml:2: model.max_len: must be at least 3 to hold [CLS], [SEP] and any text");
+  CHECK(error_reading("model:\n  max_len: 3\n").empty());
+  CHECK(error_reading(squad_data() + "model:\n  max_len: 67\n") ==
+        "run.yaml:5: model.max_len: must be at least data.max_query_len + 4 = 68 to hold [CLS], a question of "
+        "max_query_len tokens, two [SEP] and any context");
+  CHECK(error_reading(squad_data() + "  max_query_len: 10\nmodel:\n  max_len: 14\n").empty());
+}
+
+TEST_CASE("counts near 2^62 are rejected before they overflow step arithmetic") {
+  CHECK(error_reading("train:\n  epochs: 4611686018427387904\n") ==
+        "run.yaml:2: train.epochs: must be at most 1000000, got 4611686018427387904");
+  CHECK(error_reading("train:\n  max_steps: 4611686018427387904\n") ==
+        "run.yaml:2: train.max_steps: must be at most 1000000000000, got 4611686018427387904");
+  CHECK(error_reading("train:\n  warmup: 4.6e18\n") == "run.yaml:2: train.warmup: must be at most 1000000000000 steps");
+  CHECK(error_reading("train:\n  grad_accum: 2000000\n") ==
+        "run.yaml:2: train.grad_accum: must be at most 1048576, got 2000000");
+  CHECK(error_reading("train:\n  batch_size: 2000000\n").find("train.batch_size: must be at most") !=
+        std::string::npos);
+  CHECK(error_reading("train:\n  eval_every: 4611686018427387904\n").find("train.eval_every: must be at most") !=
+        std::string::npos);
+  CHECK(error_reading("tokenizer:\n  vocab_size: 4611686018427387904\n")
+            .find("tokenizer.vocab_size: must be at most 16777216") != std::string::npos);
+  CHECK(error_reading(squad_data() + "  doc_stride: 4611686018427387904\n").find("data.doc_stride: must be at most") !=
+        std::string::npos);
+  CHECK(error_reading("train:\n  epochs: 1000000\n  warmup: 1e12\n  grad_accum: 1048576\n").empty());
+}
+
+TEST_CASE("data.metric chooses the QA metric, validated like the other choices") {
+  CHECK(read_run_config(Config::parse(squad_data(), "run.yaml"), "run").data.metric == "auto");
+  CHECK(read_run_config(Config::parse(squad_data() + "  metric: cmrc\n", "run.yaml"), "run").data.metric == "cmrc");
+  CHECK(error_reading(squad_data() + "  metric: cmcr\n") ==
+        "run.yaml:4: data.metric: expected one of 'auto', 'squad', 'cmrc', got 'cmcr' (did you mean 'cmrc'?)");
+}
+
+TEST_CASE("a renamed key reports the missing key and the unknown one next to it") {
+  CHECK(error_reading("data:\n  format: csv\n  train_file: x.csv\n") ==
+        "run.yaml:1: data: missing required key 'train_path'; unknown key 'train_file' (line 3) may be meant for it");
+}
