@@ -85,6 +85,9 @@ void check_label(int32_t label, int64_t row, int64_t C, int32_t ignore_index, co
                std::to_string(ignore_index));
 }
 
+// The shared row routines run each row on one lane here; rows are spread over threads.
+constexpr math::SerialLanes kRow;
+
 // Below this many elements the shared functors beat a oneDNN primitive call.
 constexpr int64_t kOneDnnEltwiseMin = 4096;
 
@@ -295,13 +298,14 @@ class CpuBackend final : public Backend {
     }
     parallel_for(rows, 8 * n, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r)
-        math::softmax_row(x + r * n, mask ? mask + r / rows_per_mask * n : nullptr, y + r * n, n, scale);
+        math::softmax_row(kRow, x + r * n, mask ? mask + r / rows_per_mask * n : nullptr, y + r * n, n, scale);
     });
   }
   void softmax_backward(const float* y, const float* gy, float* gx, int64_t rows, int64_t n, float scale,
                         bool accumulate) override {
     parallel_for(rows, 2 * n, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) math::softmax_backward_row(y + r * n, gy + r * n, gx + r * n, n, scale, accumulate);
+      for (int64_t r = r0; r < r1; ++r)
+        math::softmax_backward_row(kRow, y + r * n, gy + r * n, gx + r * n, n, scale, accumulate);
     });
   }
   void log_softmax(const float* x, const float* mask, float* y, int64_t rows, int64_t n,
@@ -309,13 +313,14 @@ class CpuBackend final : public Backend {
     HR_CHECK(!mask || rows_per_mask > 0, "log_softmax: rows_per_mask must be positive with a mask");
     parallel_for(rows, 8 * n, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r)
-        math::log_softmax_row(x + r * n, mask ? mask + r / rows_per_mask * n : nullptr, y + r * n, n);
+        math::log_softmax_row(kRow, x + r * n, mask ? mask + r / rows_per_mask * n : nullptr, y + r * n, n);
     });
   }
   void log_softmax_backward(const float* y, const float* gy, float* gx, int64_t rows, int64_t n,
                             bool accumulate) override {
     parallel_for(rows, 8 * n, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) math::log_softmax_backward_row(y + r * n, gy + r * n, gx + r * n, n, accumulate);
+      for (int64_t r = r0; r < r1; ++r)
+        math::log_softmax_backward_row(kRow, y + r * n, gy + r * n, gx + r * n, n, accumulate);
     });
   }
 
@@ -324,14 +329,14 @@ class CpuBackend final : public Backend {
                   int64_t rows, int64_t n, float eps) override {
     parallel_for(rows, 4 * n, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r)
-        math::layer_norm_row(x + r * n, gamma, beta, y + r * n, mean + r, rstd + r, n, eps);
+        math::layer_norm_row(kRow, x + r * n, gamma, beta, y + r * n, mean + r, rstd + r, n, eps);
     });
   }
   void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd, const float* gy,
                            float* gx, float* ggamma, float* gbeta, int64_t rows, int64_t n, bool accumulate) override {
     parallel_for(rows, 4 * n, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r)
-        math::layer_norm_backward_row(x + r * n, gamma, mean[r], rstd[r], gy + r * n, gx + r * n, n, accumulate);
+        math::layer_norm_backward_row(kRow, x + r * n, gamma, mean[r], rstd[r], gy + r * n, gx + r * n, n, accumulate);
     });
     // ggamma += sum_r gy * xhat, gbeta += sum_r gy: one thread per block of columns, rows in order
     const int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
@@ -396,10 +401,10 @@ class CpuBackend final : public Backend {
     parallel_for(rows, 8 * C, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         if (labels[r] == ignore_index) {
-          math::log_softmax_row(logits + r * C, nullptr, logp + r * C, C);  // logp stays defined for every row
+          math::log_softmax_row(kRow, logits + r * C, nullptr, logp + r * C, C);  // logp stays defined for every row
           row_loss[r] = 0.f;
         } else {
-          row_loss[r] = math::cross_entropy_row(logits + r * C, labels[r], logp + r * C, C, smoothing);
+          row_loss[r] = math::cross_entropy_row(kRow, logits + r * C, labels[r], logp + r * C, C, smoothing);
         }
       }
     });
@@ -412,7 +417,7 @@ class CpuBackend final : public Backend {
       for (int64_t r = r0; r < r1; ++r) {
         float* g = glogits + r * C;
         if (labels[r] != ignore_index) {
-          math::cross_entropy_backward_row(logp + r * C, labels[r], g, C, smoothing, gscale, accumulate);
+          math::cross_entropy_backward_row(kRow, logp + r * C, labels[r], g, C, smoothing, gscale, accumulate);
         } else if (!accumulate) {
           std::fill(g, g + C, 0.f);
         }
