@@ -2,7 +2,6 @@
 #include <doctest/doctest.h>
 #include <omp.h>
 
-#include <chrono>
 #include <cmath>
 #include <algorithm>
 #include <cstdint>
@@ -161,21 +160,6 @@ TEST_CASE("gemm: primitives are cached, bad arguments throw") {
   bad.bias = A.data();
   bad.beta = 1.f;
   CHECK_THROWS_AS(be().gemm(bad), Error);
-}
-
-TEST_CASE("gemm: speed of 1024 x 1024 x 1024") {
-  const int64_t n = 1024;
-  const Vec A = random_vec(n * n, 1), B = random_vec(n * n, 2);
-  Vec C(n * n);
-  GemmArgs g;
-  g.M = g.N = g.K = n; g.lda = g.ldb = g.ldc = n; g.A = A.data(); g.B = B.data(); g.C = C.data();
-  be().gemm(g);  // builds the primitive
-  const int reps = 5;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < reps; ++i) be().gemm(g);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  MESSAGE("sgemm 1024^3: " << 2.0 * n * n * n * reps / s * 1e-9 << " GFLOP/s on " << omp_get_max_threads()
-                           << " threads");
 }
 
 // ---------------------------------------------------------------- elementwise
