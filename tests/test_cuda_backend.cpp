@@ -192,6 +192,9 @@ TEST_CASE("cuda gemm: bad arguments throw hr::Error") {
   g.batch = 2;
   g.strideC = 0;
   CHECK_THROWS_AS(gpu().gemm(g), Error);
+  g.batch = 1;
+  g.lda = 3;  // < K: the same check as the CPU backend's (kernels/backend_checks.h)
+  CHECK_THROWS_WITH_AS(gpu().gemm(g), doctest::Contains("gemm: lda too small for op(A)"), Error);
 }
 
 // ---------------------------------------------------------------- elementwise
@@ -305,6 +308,15 @@ TEST_CASE("cuda copy_strided: permute, slice, accumulate") {
   cpu().copy_strided(2, wshape, m.c.get() + 9, wsrc, out.c.get() + 1, wdst, true);
   gpu().copy_strided(2, wshape, m.g.get() + 9, wsrc, out.g.get() + 1, wdst, true);
   check_close(out, "copy_strided slice");
+  // a dst that repeats elements (stride 0 over 300 rows): accumulated in order, or the last row written, as on the CPU
+  const int64_t rshape[] = {300, 40}, rsrc[] = {40, 1}, rdst[] = {0, 1};
+  BothF rows(random_vec(12000, 46)), sum(random_vec(40, 47)), last(random_vec(40, 48));
+  cpu().copy_strided(2, rshape, rows.c.get(), rsrc, sum.c.get(), rdst, true);
+  gpu().copy_strided(2, rshape, rows.g.get(), rsrc, sum.g.get(), rdst, true);
+  CHECK(sum.g.host() == sum.c.host());  // the same additions in the same order
+  cpu().copy_strided(2, rshape, rows.c.get(), rsrc, last.c.get(), rdst, false);
+  gpu().copy_strided(2, rshape, rows.g.get(), rsrc, last.g.get(), rdst, false);
+  CHECK(last.g.host() == last.c.host());
 }
 
 TEST_CASE("cuda fills, sum_squares, copies") {
@@ -413,6 +425,10 @@ TEST_CASE("cuda layer_norm forward and backward") {
       check_close(gbeta, "layer_norm_backward gbeta");
     }
   }
+  BothF x(random_vec(4, 78)), mean(Vec(1, 0.f)), rstd(Vec(1, 0.f));
+  CHECK_THROWS_WITH_AS(gpu().layer_norm(x.g.get(), x.g.get(), x.g.get(), x.g.get(), mean.g.get(), rstd.g.get(), 1, 0,
+                                        1e-5f),
+                       doctest::Contains("layer_norm: 1 rows of length 0"), Error);
 }
 
 TEST_CASE("cuda cross_entropy with ignore_index and label smoothing, and its backward") {
@@ -449,7 +465,10 @@ TEST_CASE("cuda cross_entropy with ignore_index and label smoothing, and its bac
   BothI bad_labels(bad);
   CHECK_THROWS_WITH_AS(gpu().cross_entropy(logits.g.get(), bad_labels.g.get(), logp.g.get(), loss.g.get(), rows, C,
                                            ignore, 0.f),
-                       doctest::Contains("row 17 has label 150"), Error);
+                       doctest::Contains("cross_entropy: label 150 of row 17 is outside [0, 150)"), Error);
+  CHECK_THROWS_WITH_AS(gpu().cross_entropy_backward(logp.g.get(), bad_labels.g.get(), logits.g.get(), rows, C, ignore,
+                                                    0.f, 1.f, true),
+                       doctest::Contains("cross_entropy_backward: label 150 of row 17"), Error);
 }
 
 // ---------------------------------------------------------------- embeddings, optimizer
@@ -470,6 +489,14 @@ TEST_CASE("cuda gather_rows and scatter_add_rows with repeated ids") {
   check_close(gtable, "scatter_add_rows");
   // both add each table row's contributions in id order, so the sums are identical bit for bit
   CHECK(gtable.g.host() == gtable.c.host());
+
+  Ids bad = ids_host;
+  bad[700] = -3;
+  BothI bad_ids(bad);
+  CHECK_THROWS_WITH_AS(gpu().gather_rows(table.g.get(), bad_ids.g.get(), out.g.get(), n_ids, dim),
+                       doctest::Contains("gather_rows: negative id -3 at position 700"), Error);
+  CHECK_THROWS_WITH_AS(gpu().scatter_add_rows(g.g.get(), bad_ids.g.get(), gtable.g.get(), n_ids, dim),
+                       doctest::Contains("scatter_add_rows: negative id -3 at position 700"), Error);
 }
 
 TEST_CASE("cuda adamw over several slots and 3 steps") {
@@ -596,15 +623,25 @@ TEST_CASE("cuda strided index: collapsed offsets equal the full N-d offsets") {
         want1 += rest % shape[d] * s1[d];
         rest /= shape[d];
       }
-      int64_t got0, got1;
+      int64_t got0, got1, got0_32, got1_32;
       p.offsets(i, got0, got1);
+      p.offsets(static_cast<uint32_t>(i), got0_32, got1_32);  // the 32-bit index path of small tensors
       REQUIRE(got0 == want0);
       REQUIRE(got1 == want1);
+      REQUIRE(got0_32 == want0);
+      REQUIRE(got1_32 == want1);
     }
   }
   // contiguous operands collapse to one dimension: no divisions per element
   const int64_t shape[] = {2, 3, 4}, contiguous[] = {12, 4, 1}, zeros[] = {0, 0, 0};
   CHECK(cuda::collapse(3, shape, contiguous, contiguous).ndim == 1);
   CHECK(cuda::collapse(3, shape, contiguous, zeros).ndim == 1);
+  // operand 1 (copy_strided's dst) repeating elements is what makes copy_strided run in order on one thread
+  const int64_t some_zero[] = {4, 0, 1};
+  CHECK(cuda::collapse(3, shape, contiguous, zeros).repeats1());
+  CHECK(cuda::collapse(3, shape, contiguous, some_zero).repeats1());
+  CHECK_FALSE(cuda::collapse(3, shape, contiguous, contiguous).repeats1());
+  const int64_t shape_1[] = {2, 1, 4}, dense_1[] = {4, 4, 1}, zero_over_1[] = {4, 0, 1};
+  CHECK_FALSE(cuda::collapse(3, shape_1, dense_1, zero_over_1).repeats1());  // a zero stride over extent 1
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <type_traits>
 
+#include "kernels/backend_checks.h"
 #include "kernels/base/error.h"
 #include "kernels/cpu/cpu_allocator.h"
 #include "kernels/cpu/cpu_parallel.h"
@@ -71,18 +72,6 @@ int64_t unary_cost(Unary op) {
     default:
       return 1;
   }
-}
-
-void check_ndim(int ndim, const char* op) {
-  HR_CHECK(ndim >= 0 && ndim <= kMaxDims,
-           std::string(op) + ": ndim " + std::to_string(ndim) + " outside [0, " + std::to_string(kMaxDims) + "]");
-}
-
-void check_label(int32_t label, int64_t row, int64_t C, int32_t ignore_index, const char* op) {
-  HR_CHECK(label == ignore_index || (label >= 0 && label < C),
-           std::string(op) + ": label " + std::to_string(label) + " of row " + std::to_string(row) +
-               " is outside [0, " + std::to_string(C) + ") and is not the ignore_index " +
-               std::to_string(ignore_index));
 }
 
 // The shared row routines run each row on one lane here; rows are spread over threads.
@@ -327,6 +316,7 @@ class CpuBackend final : public Backend {
   // ---- layer norm
   void layer_norm(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
                   int64_t rows, int64_t n, float eps) override {
+    check_layer_norm(rows, n);
     parallel_for(rows, 4 * n, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r)
         math::layer_norm_row(kRow, x + r * n, gamma, beta, y + r * n, mean + r, rstd + r, n, eps);
@@ -366,17 +356,14 @@ class CpuBackend final : public Backend {
 
   // ---- embeddings
   void gather_rows(const float* table, const int32_t* ids, float* out, int64_t n_ids, int64_t dim) override {
-    for (int64_t i = 0; i < n_ids; ++i)
-      HR_CHECK(ids[i] >= 0, "gather_rows: negative id " + std::to_string(ids[i]) + " at position " + std::to_string(i));
+    for (int64_t i = 0; i < n_ids; ++i) check_id(ids[i], i, "gather_rows");
     parallel_for(n_ids, dim, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i)
         std::memcpy(out + i * dim, table + static_cast<int64_t>(ids[i]) * dim, static_cast<size_t>(dim) * sizeof(float));
     });
   }
   void scatter_add_rows(const float* g, const int32_t* ids, float* gtable, int64_t n_ids, int64_t dim) override {
-    for (int64_t i = 0; i < n_ids; ++i)
-      HR_CHECK(ids[i] >= 0,
-               "scatter_add_rows: negative id " + std::to_string(ids[i]) + " at position " + std::to_string(i));
+    for (int64_t i = 0; i < n_ids; ++i) check_id(ids[i], i, "scatter_add_rows");
     // threads own column blocks and walk the ids in order: repeated ids never race and always add in the same order
     const int64_t blocks = (dim + kColumnBlock - 1) / kColumnBlock;
     parallel_for(blocks, n_ids * kColumnBlock, [&](int64_t b0, int64_t b1) {

@@ -1,9 +1,6 @@
 // Row operations (softmax, log-softmax, layer norm, cross-entropy): the shared per-row routines of kernels/math/rows.h,
 // run by a warp or a block of threads per row (kernels/cuda/lanes.cuh). Only the order in which a row's sums are added
 // differs from the CPU backend, which the parity tests (tests/test_cuda_backend.cpp) bound at 1e-4 relative.
-#include <climits>
-#include <string>
-
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/lanes.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -105,26 +102,6 @@ __global__ void cross_entropy_kernel(const float* logits, const int32_t* labels,
       loss = math::cross_entropy_row(g, logits + r * C, y, logp + r * C, C, s);
     }
     if (g.first == 0) row_loss[r] = loss;
-  }
-}
-
-// One block: out[0] = rows whose label is not ignore_index, out[1] = first row with a label outside [0, C) (or
-// LLONG_MAX)
-__global__ void count_labels_kernel(const int32_t* labels, int64_t rows, int64_t C, int32_t ignore_index,
-                                    long long* out) {
-  __shared__ long long smem[32];
-  long long count = 0, bad = LLONG_MAX;
-  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
-    const int32_t y = labels[r];
-    if (y == ignore_index) continue;
-    ++count;
-    if ((y < 0 || y >= C) && r < bad) bad = r;
-  }
-  count = block_reduce(count, SumOp{}, 0ll, smem);
-  bad = block_reduce(bad, MinOp{}, LLONG_MAX, smem);
-  if (threadIdx.x == 0) {
-    out[0] = count;
-    out[1] = bad;
   }
 }
 
@@ -236,25 +213,14 @@ int64_t cross_entropy(const float* logits, const int32_t* labels, float* logp, f
                                                                 smoothing);
   });
   HR_CUDA_CHECK_LAUNCH();
-  ScratchBuffer result(allocator, 2 * sizeof(long long));
-  count_labels_kernel<<<1, 1024, 0, stream>>>(labels, rows, C, ignore_index, result.as<long long>());
-  HR_CUDA_CHECK_LAUNCH();
-  long long host[2];
-  HR_CUDA_CHECK(cudaMemcpyAsync(host, result.as<long long>(), sizeof(host), cudaMemcpyDeviceToHost, stream));
-  HR_CUDA_CHECK(cudaStreamSynchronize(stream));
-  if (host[1] != LLONG_MAX) {
-    int32_t label = 0;
-    HR_CUDA_CHECK(cudaMemcpyAsync(&label, labels + host[1], sizeof(label), cudaMemcpyDeviceToHost, stream));
-    HR_CUDA_CHECK(cudaStreamSynchronize(stream));
-    throw Error("cross_entropy: row " + std::to_string(host[1]) + " has label " + std::to_string(label) +
-                ", outside [0, " + std::to_string(C) + ") and not the ignore index " + std::to_string(ignore_index));
-  }
-  return host[0];
+  return count_labels(labels, rows, C, ignore_index, "cross_entropy", allocator, stream);
 }
 
 void cross_entropy_backward(const float* logp, const int32_t* labels, float* glogits, int64_t rows, int64_t C,
-                            int32_t ignore_index, float smoothing, float gscale, bool accumulate, cudaStream_t stream) {
+                            int32_t ignore_index, float smoothing, float gscale, bool accumulate,
+                            CachingAllocator& allocator, cudaStream_t stream) {
   if (rows <= 0 || C <= 0) return;
+  count_labels(labels, rows, C, ignore_index, "cross_entropy_backward", allocator, stream);
   launch_rows(rows, C, [&](auto lanes, unsigned blocks, unsigned threads) {
     using Lanes = typename decltype(lanes)::type;
     cross_entropy_backward_kernel<Lanes><<<blocks, threads, 0, stream>>>(logp, labels, glogits, rows, C, ignore_index,
