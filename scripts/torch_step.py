@@ -69,8 +69,12 @@ def main() -> None:
     args = parser.parse_args()
     for attention in ("eager", "sdpa"):
         for tf32 in (False, True):
-            print(json.dumps(time_step(attention, tf32, args.batch, args.seq_len, args.steps, args.warmup)),
-                  flush=True)
+            try:
+                result = time_step(attention, tf32, args.batch, args.seq_len, args.steps, args.warmup)
+            except (ValueError, ImportError, RuntimeError) as e:  # e.g. a transformers without sdpa for BERT
+                result = {"attention": attention, "tf32": tf32, "error": f"{type(e).__name__}: {e}"}
+                torch.cuda.empty_cache()
+            print(json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":
