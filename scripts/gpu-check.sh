@@ -117,6 +117,8 @@ head = ["run", "step ms", "tokens/s", "model TFLOP/s", "peak device MB", "sgemm 
 print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))
 for name, j in runs:
+    if "error" in j:
+        name += f" ({j['error'][:80]})"
     print(f"| {name} | {cell(j, 'train_step_ms')} | {cell(j, 'train_tokens_per_s', fmt='{:.0f}')} | "
           f"{cell(j, 'train_gflops', 1e-3, '{:.2f}')} | {cell(j, 'peak_device_mb', fmt='{:.0f}')} | "
           f"{cell(j, 'sgemm_gflops', 1e-3, '{:.2f}')} | {cell(j, 'loss', fmt='{:.4f}')} |")
