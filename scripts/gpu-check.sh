@@ -3,14 +3,14 @@
 # build headroom: its image lacks oneDNN, yaml-cpp, ...; see README "GPU (CUDA + cuBLAS)" for the one-command call):
 #   scripts/gpu-check.sh [BUNDLE]      (default gpu-bundle)
 # Stages, each under its own timeout so that the whole check stays under 7 minutes (the device tool stops a command at
-# 10): nvidia-smi; unpacking the bundle and listing its libraries; the GPU tests (test_cuda_backend: every Backend
+# 10): finding the GPU (nvidia-smi); unpacking the bundle and listing its libraries; the GPU tests (test_cuda_backend: every Backend
 # method against the CPU backend; test_gpu_parity: every op and a whole training step against the CPU); a BERT-base
 # training step (configs/bert-base.yaml, batch 32 x 128 tokens, AdamW) with `headroom bench` in full FP32 and with
 # HR_CUDA_TF32=1; the same step in the device's PyTorch (scripts/torch_step.py). Then a results table.
 #
 # Every stage writes its log into $OUT (default gpu-check-out/) while it runs, so a timeout loses nothing:
 # gpu-check.log (this script's own output), NN-stage.log, stages.md (each stage's status and time, appended as they
-# end) and results.md (the table). Without a GPU it stops at once, after the nvidia-smi stage. Exits 1 when any stage
+# end) and results.md (the table). Without a GPU it stops at once, after the first stage. Exits 1 when any stage
 # failed; a GPU test that skips (exit 77: no usable device) is a failure here.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -60,9 +60,11 @@ stage() {
   return $status
 }
 
-# ---- a GPU, or stop now
-if ! stage nvidia-smi 15 sh -c 'nvidia-smi -L && nvidia-smi' || ! grep -q "^GPU [0-9]" "$OUT/01-nvidia-smi.log"; then
-  echo "gpu-check STOPPED: no GPU here (nvidia-smi failed or lists none; see $OUT/01-nvidia-smi.log)."
+# ---- a GPU, or stop now (the driver's /proc entries where a container lacks nvidia-smi)
+probe='if command -v nvidia-smi >/dev/null; then nvidia-smi -L && nvidia-smi
+else echo "no nvidia-smi; the driver lists:"; cat /proc/driver/nvidia/gpus/*/information; fi'
+if ! stage gpu 15 sh -c "$probe" || ! grep -Eq "^GPU [0-9]|^Model:" "$OUT/01-gpu.log"; then
+  echo "gpu-check STOPPED: no GPU here (neither nvidia-smi nor the driver lists one; see $OUT/01-gpu.log)."
   echo "Nothing else was run. Run this on the device machine; README \"GPU (CUDA + cuBLAS)\" gives the command."
   exit 1
 fi
