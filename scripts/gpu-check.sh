@@ -1,80 +1,138 @@
 #!/usr/bin/env bash
-# The GPU check in one command, on a machine with an NVIDIA GPU, nvcc and cuBLAS:
-#   1. configures build-gpu/ with -Dcuda=enabled (a release build) and compiles it;
-#   2. runs the GPU tests (test_cuda_backend: every Backend method against the CPU backend; test_gpu_parity: every
-#      framework op forward and backward, and a whole training step, against the CPU) and fails if they fail or skip;
-#   3. times a BERT-base-sized training step (batch 32 x 128 tokens) with `headroom bench`, in full FP32 and again
-#      with HR_CUDA_TF32=1 (TF32 tensor cores in cuBLAS);
-#   4. prints a table last: step time, tokens/s, model TFLOP/s, peak device memory and cuBLAS's sgemm rate measured
-#      in the same run.
-# Logs go to build-gpu/gpu-check/; when OUT is set, the logs and the table are copied there too.
-# Exits 1 (with the reason) when a stage fails or no GPU is present. Takes a few minutes on an H200.
+# The GPU check, run on the device machine with the bundle that scripts/gpu-bundle.sh built here (the device cannot
+# build headroom: its image lacks oneDNN, yaml-cpp, ...; see README "GPU (CUDA + cuBLAS)" for the one-command call):
+#   scripts/gpu-check.sh [BUNDLE]      (default gpu-bundle)
+# Stages, each under its own timeout so that the whole check stays under 7 minutes (the device tool stops a command at
+# 10): finding the GPU (nvidia-smi); unpacking the bundle and listing its libraries; the GPU tests (test_cuda_backend: every Backend
+# method against the CPU backend; test_gpu_parity: every op and a whole training step against the CPU); a BERT-base
+# training step (configs/bert-base.yaml, batch 32 x 128 tokens, AdamW) with `headroom bench` in full FP32 and with
+# HR_CUDA_TF32=1; the same step in the device's PyTorch (scripts/torch_step.py). Then a results table.
+#
+# Every stage writes its log into $OUT (default gpu-check-out/) while it runs, so a timeout loses nothing:
+# gpu-check.log (this script's own output), NN-stage.log, stages.md (each stage's status and time, appended as they
+# end) and results.md (the table). Without a GPU it stops at once, after the first stage. Exits 1 when any stage
+# failed; a GPU test that skips (exit 77: no usable device) is a failure here.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
-logs=build-gpu/gpu-check
-fail() {
-  echo "gpu-check FAILED: $*" >&2
-  if [ -n "${OUT:-}" ] && [ -d "$logs" ]; then mkdir -p "$OUT" && cp -r "$logs" "$OUT/"; fi
-  exit 1
+bundle=${1:-gpu-bundle}
+OUT=${OUT:-gpu-check-out}
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/gpu-check.log") 2>&1
+tee_pid=$!
+trap 'exec >&- 2>&-; wait $tee_pid' EXIT  # the log is complete when the script returns
+deadline=$((SECONDS + 420))
+failed=0
+n=0
+echo "gpu-check: $(date -u '+%F %T') UTC on $(hostname), bundle $bundle, logs in $OUT"
+printf '| stage | result | seconds |\n|---|---|---|\n' >"$OUT/stages.md"
+
+# stage NAME LIMIT CMD...: runs CMD with its output in $OUT/NN-NAME.log, within LIMIT seconds and the check's budget
+stage() {
+  local name=$1 limit=$2
+  shift 2
+  n=$((n + 1))
+  local log
+  log=$OUT/$(printf '%02d' $n)-$name.log
+  local left=$((deadline - SECONDS))
+  if [ $left -lt 10 ]; then
+    echo "== $name: not run, the check's time is spent"
+    echo "| $name | not run (time spent) | 0 |" >>"$OUT/stages.md"
+    failed=1
+    return 1
+  fi
+  [ "$limit" -gt $left ] && limit=$left
+  echo "== $name (at most ${limit}s; log $log)"
+  local t0=$SECONDS
+  timeout -k 5 "$limit" "$@" >"$log" 2>&1
+  local status=$?
+  local result="ok"
+  case $status in
+    0) ;;
+    124 | 137) result="timed out after ${limit}s" ;;
+    77) result="skipped (exit 77): no usable CUDA device" ;;
+    *) result="failed (exit $status)" ;;
+  esac
+  [ $status -eq 0 ] || failed=1
+  tail -n 4 "$log" | sed 's/^/   /'
+  echo "   -> $result"
+  echo "| $name | $result | $((SECONDS - t0)) |" >>"$OUT/stages.md"
+  return $status
 }
 
-# nvcc is not on PATH by default on Debian-style CUDA installs
-if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
-
-# ---- 1. build
-if [ ! -f build-gpu/build.ninja ]; then
-  meson setup build-gpu --buildtype=release -Dcuda=enabled || fail "meson setup -Dcuda=enabled (nvcc and cuBLAS found?)"
+# ---- a GPU, or stop now (the driver's /proc entries where a container lacks nvidia-smi)
+probe='if command -v nvidia-smi >/dev/null; then nvidia-smi -L && nvidia-smi
+else echo "no nvidia-smi; the driver lists:"; cat /proc/driver/nvidia/gpus/*/information; fi'
+if ! stage gpu 15 sh -c "$probe" || ! grep -Eq "^GPU [0-9]|^Model:" "$OUT/01-gpu.log"; then
+  echo "gpu-check STOPPED: no GPU here (neither nvidia-smi nor the driver lists one; see $OUT/01-gpu.log)."
+  echo "Nothing else was run. Run this on the device machine; README \"GPU (CUDA + cuBLAS)\" gives the command."
+  exit 1
 fi
-mkdir -p "$logs"
-meson compile -C build-gpu 2>&1 | tee "$logs/build.log" | tail -n 3
-[ "${PIPESTATUS[0]}" -eq 0 ] || fail "build (see $logs/build.log)"
+if [ ! -x "$bundle/run.sh" ]; then
+  echo "gpu-check STOPPED: no bundle at $bundle (build it here with scripts/gpu-bundle.sh and carry it)"
+  exit 1
+fi
 
-# ---- 2. GPU tests: a skip means no usable GPU, which is a failure here
+# ---- the bundle: unpacked once, then where every library comes from
+export HR_BUNDLE_DIR=${TMPDIR:-/tmp}/headroom-gpu-check
+run=("$bundle/run.sh")
+stage unpack 30 "${run[@]}" ldd
+
+# ---- the GPU tests
 export HR_SHARED="$PWD/../shared" HR_SOURCE_ROOT="$PWD"
-for t in cuda_backend gpu_parity; do
-  echo "== test_$t"
-  timeout 300 "build-gpu/tests/test_$t" >"$logs/test_$t.log" 2>&1
-  status=$?
-  tail -n 4 "$logs/test_$t.log"
-  if grep -q "skipped: no CUDA device" "$logs/test_$t.log"; then
-    fail "test_$t skipped its GPU cases: no usable CUDA device" \
-      "(nvidia-smi -L: $(nvidia-smi -L 2>&1 | head -n 1))"
-  fi
-  [ $status -eq 0 ] || fail "test_$t (exit $status; see $logs/test_$t.log)"
-done
+stage test_cuda_backend 75 "${run[@]}" test_cuda_backend
+stage test_gpu_parity 75 "${run[@]}" test_gpu_parity
 
-# ---- 3. timing: BERT-base shape, batch 32 x 128 tokens, FP32 then TF32
-bench=(build-gpu/headroom bench configs/bert-base.yaml --set train.device=cuda --batch 32 --seq-len 128 --vocab 30522
-  --classes 2 --steps 10 --warmup 3 --json)
-for mode in fp32 tf32; do
-  echo "== bench ($mode)"
-  tf32=0
-  [ "$mode" = tf32 ] && tf32=1
-  HR_CUDA_TF32=$tf32 timeout 240 "${bench[@]}" >"$logs/bench-$mode.json" 2>"$logs/bench-$mode.err" ||
-    fail "headroom bench ($mode) (see $logs/bench-$mode.err)"
-done
+# ---- a BERT-base training step: headroom in FP32 and TF32, then PyTorch
+bench=(bench configs/bert-base.yaml --batch 32 --seq-len 128 --vocab 30522 --classes 2 --steps 10 --warmup 3 --json)
+stage bench-fp32 60 env HR_CUDA_TF32=0 "${run[@]}" headroom "${bench[@]}"
+stage bench-tf32 60 env HR_CUDA_TF32=1 "${run[@]}" headroom "${bench[@]}"
+stage torch 75 python3 scripts/torch_step.py --batch 32 --seq-len 128 --steps 10 --warmup 3
 
-# ---- 4. the table, last
-python3 - "$logs/bench-fp32.json" "$logs/bench-tf32.json" >"$logs/table.txt" <<'EOF' || fail "reading the bench JSON"
-import json, sys
-rows = []
-for mode, path in zip(["FP32", "TF32 (HR_CUDA_TF32=1)"], sys.argv[1:]):
-    with open(path) as f:
-        j = json.loads(f.read().strip().splitlines()[-1])
-    rows.append((mode, j))
-j0 = rows[0][1]
-print(f"BERT-base training step on {j0['device']}: batch {j0['batch']} x seq {j0['seq_len']}, "
-      f"{j0['parameters'] / 1e6:.1f}M parameters, AdamW, median of 10 steps")
-head = ("gemm mode", "step ms", "tokens/s", "model TFLOP/s", "peak device MB", "sgemm TFLOP/s", "of sgemm")
+# ---- the table: from whatever the timing stages printed
+python3 - "$OUT" >"$OUT/results.md" <<'PY'
+import glob, json, os, sys
+
+out = sys.argv[1]
+
+def json_lines(pattern):
+    rows = []
+    for path in sorted(glob.glob(os.path.join(out, pattern))):
+        for line in open(path):
+            if line.startswith("{"):
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass
+    return rows
+
+def cell(j, key, scale=1.0, fmt="{:.1f}"):
+    return fmt.format(j[key] * scale) if isinstance(j.get(key), (int, float)) else "-"
+
+runs = [("headroom FP32", j) for j in json_lines("*-bench-fp32.log")]
+runs += [("headroom TF32 (HR_CUDA_TF32=1)", j) for j in json_lines("*-bench-tf32.log")]
+runs += [(f"{j.get('framework', 'pytorch')}, {j.get('attention')} attention, {'TF32' if j.get('tf32') else 'FP32'}", j)
+         for j in json_lines("*-torch.log")]
+device = next((j["device"] for _, j in runs if "device" in j), "the device")
+print(f"# BERT-base training step on {device}: batch 32 x 128 tokens, AdamW, median of 10 steps\n")
+head = ["run", "step ms", "tokens/s", "model TFLOP/s", "peak device MB", "sgemm TFLOP/s", "loss"]
 print("| " + " | ".join(head) + " |")
-print("|" + "|".join("-" * (len(h) + 2) for h in head) + "|")
-for mode, j in rows:
-    print(f"| {mode} | {j['train_step_ms']:.1f} | {j['train_tokens_per_s']:.0f} | {j['train_gflops'] / 1e3:.2f} | "
-          f"{j['peak_device_mb']:.0f} | {j['sgemm_gflops'] / 1e3:.2f} | {100 * j['train_vs_sgemm']:.0f}% |")
-print("model TFLOP/s: 3x the forward FLOPs of the layers and head per step; sgemm: cuBLAS on the model's "
-      "(B*T, D) x (4D, D)^T shape in the same process; peak device MB: the caching allocator's peak bytes in use.")
-EOF
-if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && cp -r "$logs" "$OUT/"; fi
+print("|" + "---|" * len(head))
+for name, j in runs:
+    if "error" in j:
+        name += f" ({j['error'][:80]})"
+    print(f"| {name} | {cell(j, 'train_step_ms')} | {cell(j, 'train_tokens_per_s', fmt='{:.0f}')} | "
+          f"{cell(j, 'train_gflops', 1e-3, '{:.2f}')} | {cell(j, 'peak_device_mb', fmt='{:.0f}')} | "
+          f"{cell(j, 'sgemm_gflops', 1e-3, '{:.2f}')} | {cell(j, 'loss', fmt='{:.4f}')} |")
+if not runs:
+    print("(no timing stage printed a result: see the stage logs)")
+print("\nmodel TFLOP/s: 3x the forward FLOPs of the layers and head per step (headroom's count); sgemm: cuBLAS on "
+      "the model's (B*T, D) x (4D, D)^T shape in the same process; PyTorch rows: transformers' "
+      "BertForSequenceClassification (scripts/torch_step.py), peak memory from torch.cuda.max_memory_allocated.")
+PY
 echo
-cat "$logs/table.txt"
+cat "$OUT/stages.md"
+echo
+cat "$OUT/results.md"
+[ $failed -eq 0 ] || { echo "gpu-check FAILED: see $OUT/stages.md and the stage logs"; exit 1; }
+echo "gpu-check passed"

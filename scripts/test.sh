@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds, runs every test in the release build (which also compiles the
-# CUDA backend where nvcc is found; its GPU tests skip visibly without a GPU) and again under ASan + UBSan.
-# Ends with "N passed, N failed" counted from doctest's own test-case totals, and exits non-zero on any failure.
+# CUDA backend where nvcc is found; without a GPU its GPU test cases count as skipped) and again under ASan + UBSan.
+# Ends with "N passed, N failed" (", N skipped" when any were) counted from doctest's own test-case totals, and exits
+# non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 

@@ -2,7 +2,6 @@
 #include <doctest/doctest.h>
 #include <omp.h>
 
-#include <chrono>
 #include <cmath>
 #include <algorithm>
 #include <cstdint>
@@ -161,21 +160,6 @@ TEST_CASE("gemm: primitives are cached, bad arguments throw") {
   bad.bias = A.data();
   bad.beta = 1.f;
   CHECK_THROWS_AS(be().gemm(bad), Error);
-}
-
-TEST_CASE("gemm: speed of 1024 x 1024 x 1024") {
-  const int64_t n = 1024;
-  const Vec A = random_vec(n * n, 1), B = random_vec(n * n, 2);
-  Vec C(n * n);
-  GemmArgs g;
-  g.M = g.N = g.K = n; g.lda = g.ldb = g.ldc = n; g.A = A.data(); g.B = B.data(); g.C = C.data();
-  be().gemm(g);  // builds the primitive
-  const int reps = 5;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < reps; ++i) be().gemm(g);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  MESSAGE("sgemm 1024^3: " << 2.0 * n * n * n * reps / s * 1e-9 << " GFLOP/s on " << omp_get_max_threads()
-                           << " threads");
 }
 
 // ---------------------------------------------------------------- elementwise
@@ -625,7 +609,10 @@ TEST_CASE("cross_entropy with ignore_index and label smoothing") {
 
   std::vector<int32_t> bad = labels;
   bad[4] = 7;  // == C
-  CHECK_THROWS_AS(be().cross_entropy(logits.data(), bad.data(), logp.data(), loss.data(), rows, C, ignore, s), Error);
+  CHECK_THROWS_WITH_AS(be().cross_entropy(logits.data(), bad.data(), logp.data(), loss.data(), rows, C, ignore, s),
+                       doctest::Contains("label 7 of row 4 is outside [0, 7)"), Error);
+  CHECK_THROWS_WITH_AS(be().cross_entropy_backward(logp.data(), bad.data(), g.data(), rows, C, ignore, s, gscale, true),
+                       doctest::Contains("cross_entropy_backward: label 7 of row 4"), Error);
 }
 
 // ---------------------------------------------------------------- embeddings, optimizer, random
@@ -657,6 +644,21 @@ TEST_CASE("gather_rows and scatter_add_rows with repeated ids") {
       return t;
     }, "scatter_add_rows");
   }
+}
+
+// The checks of kernels/backend_checks.h, which the CUDA backend makes too (tests/test_cuda_backend.cpp)
+TEST_CASE("gather_rows and scatter_add_rows name the first negative id; layer_norm refuses rows of length 0") {
+  const Vec table = random_vec(40, 94);
+  Vec out(40), gt(40);
+  const std::vector<int32_t> ids = {1, 3, -2, 0, -5};
+  CHECK_THROWS_WITH_AS(be().gather_rows(table.data(), ids.data(), out.data(), 5, 8),
+                       doctest::Contains("gather_rows: negative id -2 at position 2"), Error);
+  CHECK_THROWS_WITH_AS(be().scatter_add_rows(table.data(), ids.data(), gt.data(), 5, 8),
+                       doctest::Contains("scatter_add_rows: negative id -2 at position 2"), Error);
+  float mean = 0, rstd = 0;
+  CHECK_THROWS_WITH_AS(be().layer_norm(table.data(), table.data(), table.data(), out.data(), &mean, &rstd, 1, 0, 1e-5f),
+                       doctest::Contains("layer_norm: 1 rows of length 0"), Error);
+  be().layer_norm(table.data(), table.data(), table.data(), out.data(), &mean, &rstd, 0, 0, 1e-5f);  // nothing to do
 }
 
 TEST_CASE("adamw over 3 steps matches a scalar reference, with a per-slot learning-rate scale") {

@@ -3,11 +3,10 @@
 // so that near-zero entries produced by cancelling sums are judged on the output's scale (the two backends add sums
 // in different orders). Random numbers and dropout masks must be bit-identical.
 //
-// Without a CUDA device (or in a build without CUDA) each case prints "skipped: no CUDA device" and returns; the
-// host-side pieces (size classes, strided-index collapsing, the no-device error) are tested everywhere.
+// The device cases form test suite "gpu": without a CUDA device (or in a build without CUDA) tests/gpu_test_main.cpp
+// filters them out, doctest counts them as skipped, and the executable exits 77 (meson: SKIP). The host-side pieces
+// (size classes, strided-index collapsing, the no-device error) are tested everywhere.
 #include <doctest/doctest.h>
-
-#ifdef HR_WITH_CUDA
 
 #include <algorithm>
 #include <cmath>
@@ -21,21 +20,14 @@
 #include "kernels/base/error.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_backend.h"
-#include "kernels/cuda/caching_allocator.h"
-#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/strided_index.h"
+#ifdef HR_WITH_CUDA
+#include "kernels/cuda/caching_allocator.h"
+#endif
 
 using namespace hr;
 
 namespace {
-
-#define REQUIRE_CUDA_DEVICE()                \
-  do {                                       \
-    if (!cuda_device_present()) {            \
-      MESSAGE("skipped: no CUDA device");    \
-      return;                                \
-    }                                        \
-  } while (0)
 
 constexpr double kRtol = 1e-4;
 
@@ -78,7 +70,7 @@ class DeviceVec {
 template <typename T>
 struct Both {
   DeviceVec<T> c, g;
-  explicit Both(const std::vector<T>& h) : c(cpu_backend(), h), g(cuda_backend(), h) {}
+  explicit Both(const std::vector<T>& h) : c(cpu_backend(), h), g(backend(Device::CUDA), h) {}
 };
 using BothF = Both<float>;
 using BothI = Both<int32_t>;
@@ -89,11 +81,11 @@ void check_close(const Vec& want, const Vec& got, const std::string& what, doubl
   double scale = 0.0;
   for (float w : want) scale = std::max(scale, static_cast<double>(std::abs(w)));
   double worst = 0.0;
-  size_t worst_i = 0;
+  size_t worst_i = 0, nan_mismatches = 0, first_nan_mismatch = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    if (std::isnan(want[i]) || std::isnan(got[i])) {
-      CHECK_MESSAGE(std::isnan(want[i]) == std::isnan(got[i]), what << ": NaN mismatch at " << i);
-      return;
+    if (std::isnan(want[i]) || std::isnan(got[i])) {  // NaN on one side only is a failure; on both, a match
+      if (std::isnan(want[i]) != std::isnan(got[i]) && nan_mismatches++ == 0) first_nan_mismatch = i;
+      continue;
     }
     const double err = std::abs(static_cast<double>(got[i]) - want[i]) /
                        std::max({static_cast<double>(std::abs(want[i])), 0.01 * scale, 1e-30});
@@ -102,8 +94,26 @@ void check_close(const Vec& want, const Vec& got, const std::string& what, doubl
       worst_i = i;
     }
   }
+  CHECK_MESSAGE(nan_mismatches == 0, what << ": " << nan_mismatches << " NaN mismatches, the first at element "
+                                           << first_nan_mismatch << " (cpu " << want[first_nan_mismatch] << ", cuda "
+                                           << got[first_nan_mismatch] << ")");
   CHECK_MESSAGE(worst < rtol, what << ": relative error " << worst << " at element " << worst_i << " (cpu "
                                    << want[worst_i] << ", cuda " << got[worst_i] << ")");
+}
+
+// The same on the entries where keep[i] holds: a masked log_softmax is about -1e9 at masked positions, which would
+// set the scale of the measure and hide every error at the others.
+void check_close_where(const Vec& want, const Vec& got, const std::vector<bool>& keep, const std::string& what) {
+  REQUIRE(want.size() == got.size());
+  REQUIRE(keep.size() == want.size());
+  Vec w, g;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (keep[i]) {
+      w.push_back(want[i]);
+      g.push_back(got[i]);
+    }
+  REQUIRE(!w.empty());
+  check_close(w, g, what);
 }
 
 void check_close(const BothF& x, const std::string& what, double rtol = kRtol) {
@@ -111,7 +121,9 @@ void check_close(const BothF& x, const std::string& what, double rtol = kRtol) {
 }
 
 Backend& cpu() { return cpu_backend(); }
-Backend& gpu() { return cuda_backend(); }
+Backend& gpu() { return backend(Device::CUDA); }
+
+TEST_SUITE_BEGIN("gpu");
 
 // ---------------------------------------------------------------- gemm
 
@@ -152,7 +164,6 @@ void run_gemm_case(const GemmCase& c) {
 }
 
 TEST_CASE("cuda gemm: every transpose combination, padded leading dims") {
-  REQUIRE_CUDA_DEVICE();
   for (bool ta : {false, true})
     for (bool tb : {false, true})
       for (int64_t pad : {0, 3}) run_gemm_case({1, 33, 47, 65, ta, tb, pad, false, false, 1.f, 0.f, false});
@@ -160,7 +171,6 @@ TEST_CASE("cuda gemm: every transpose combination, padded leading dims") {
 }
 
 TEST_CASE("cuda gemm: batches, broadcast operands, bias, alpha and beta") {
-  REQUIRE_CUDA_DEVICE();
   run_gemm_case({3, 17, 29, 40, false, false, 2, false, false, 1.f, 0.f, false});
   run_gemm_case({4, 17, 29, 40, true, false, 0, true, false, 0.5f, 0.f, true});
   run_gemm_case({4, 17, 29, 40, false, true, 1, false, true, 1.f, 0.f, true});
@@ -169,7 +179,6 @@ TEST_CASE("cuda gemm: batches, broadcast operands, bias, alpha and beta") {
 }
 
 TEST_CASE("cuda gemm: bad arguments throw hr::Error") {
-  REQUIRE_CUDA_DEVICE();
   BothF buf(random_vec(64, 5));
   GemmArgs g;
   g.M = g.N = g.K = 4;
@@ -183,12 +192,14 @@ TEST_CASE("cuda gemm: bad arguments throw hr::Error") {
   g.batch = 2;
   g.strideC = 0;
   CHECK_THROWS_AS(gpu().gemm(g), Error);
+  g.batch = 1;
+  g.lda = 3;  // < K: the same check as the CPU backend's (kernels/backend_checks.h)
+  CHECK_THROWS_WITH_AS(gpu().gemm(g), doctest::Contains("gemm: lda too small for op(A)"), Error);
 }
 
 // ---------------------------------------------------------------- elementwise
 
 TEST_CASE("cuda unary and unary_backward, every op") {
-  REQUIRE_CUDA_DEVICE();
   const size_t n = 10007;
   const Vec gy_host = random_vec(n, 11);
   const Vec gx_host = random_vec(n, 12);
@@ -225,7 +236,6 @@ Broadcast make_broadcast(std::vector<int64_t> shape, std::vector<int64_t> sa, st
 }
 
 TEST_CASE("cuda binary over broadcast patterns, every op") {
-  REQUIRE_CUDA_DEVICE();
   struct Pattern {
     Broadcast p;
     size_t na, nb;
@@ -254,7 +264,6 @@ TEST_CASE("cuda binary over broadcast patterns, every op") {
 }
 
 TEST_CASE("cuda sum_to over leading, middle, trailing dims, one and many chunks, deterministic") {
-  REQUIRE_CUDA_DEVICE();
   struct Case {
     Broadcast p;
     int64_t out_numel;
@@ -284,7 +293,6 @@ TEST_CASE("cuda sum_to over leading, middle, trailing dims, one and many chunks,
 }
 
 TEST_CASE("cuda copy_strided: permute, slice, accumulate") {
-  REQUIRE_CUDA_DEVICE();
   // (2,3,4,5) -> (2,4,3,5): dst strides of (2,4,3,5) in src dim order
   const int64_t shape[] = {2, 3, 4, 5}, src_strides[] = {60, 20, 5, 1}, dst_strides[] = {60, 5, 15, 1};
   BothF src(random_vec(120, 41)), dst(random_vec(120, 42)), acc(random_vec(120, 43));
@@ -300,10 +308,18 @@ TEST_CASE("cuda copy_strided: permute, slice, accumulate") {
   cpu().copy_strided(2, wshape, m.c.get() + 9, wsrc, out.c.get() + 1, wdst, true);
   gpu().copy_strided(2, wshape, m.g.get() + 9, wsrc, out.g.get() + 1, wdst, true);
   check_close(out, "copy_strided slice");
+  // a dst that repeats elements (stride 0 over 300 rows): accumulated in order, or the last row written, as on the CPU
+  const int64_t rshape[] = {300, 40}, rsrc[] = {40, 1}, rdst[] = {0, 1};
+  BothF rows(random_vec(12000, 46)), sum(random_vec(40, 47)), last(random_vec(40, 48));
+  cpu().copy_strided(2, rshape, rows.c.get(), rsrc, sum.c.get(), rdst, true);
+  gpu().copy_strided(2, rshape, rows.g.get(), rsrc, sum.g.get(), rdst, true);
+  CHECK(sum.g.host() == sum.c.host());  // the same additions in the same order
+  cpu().copy_strided(2, rshape, rows.c.get(), rsrc, last.c.get(), rdst, false);
+  gpu().copy_strided(2, rshape, rows.g.get(), rsrc, last.g.get(), rdst, false);
+  CHECK(last.g.host() == last.c.host());
 }
 
 TEST_CASE("cuda fills, sum_squares, copies") {
-  REQUIRE_CUDA_DEVICE();
   BothF x(random_vec(100003, 51));
   const double want = cpu().sum_squares(x.c.get(), 100003), got = gpu().sum_squares(x.g.get(), 100003);
   CHECK(std::abs(got - want) <= 1e-12 * want);  // both add in double
@@ -321,7 +337,6 @@ TEST_CASE("cuda fills, sum_squares, copies") {
 }
 
 TEST_CASE("cuda uniform and dropout are bit-identical to the CPU's") {
-  REQUIRE_CUDA_DEVICE();
   const int64_t n = 100003;
   BothF u(Vec(n, 0.f)), x(Vec(n, 1.5f)), y(Vec(n, 0.f));
   cpu().uniform(u.c.get(), n, 42, 12345);
@@ -340,7 +355,6 @@ TEST_CASE("cuda uniform and dropout are bit-identical to the CPU's") {
 // ---------------------------------------------------------------- rows
 
 TEST_CASE("cuda softmax with mask and scale, its backward, log_softmax and its backward") {
-  REQUIRE_CUDA_DEVICE();
   struct Shape {
     int64_t rows, n, rows_per_mask;
   };
@@ -367,7 +381,10 @@ TEST_CASE("cuda softmax with mask and scale, its backward, log_softmax and its b
 
     cpu().log_softmax(x.c.get(), mask.c.get(), y.c.get(), s.rows, s.n, s.rows_per_mask);
     gpu().log_softmax(x.g.get(), mask.g.get(), y.g.get(), s.rows, s.n, s.rows_per_mask);
-    check_close(y, "log_softmax with mask");
+    const auto n = static_cast<size_t>(s.n), per_mask = static_cast<size_t>(s.rows_per_mask);
+    std::vector<bool> unmasked(size);
+    for (size_t i = 0; i < size; ++i) unmasked[i] = mask_host[i / n / per_mask * n + i % n] == 0.f;
+    check_close_where(y.c.host(), y.g.host(), unmasked, "log_softmax with mask, unmasked entries");
     cpu().log_softmax(x.c.get(), nullptr, y.c.get(), s.rows, s.n, 0);
     gpu().log_softmax(x.g.get(), nullptr, y.g.get(), s.rows, s.n, 0);
     check_close(y, "log_softmax");
@@ -381,7 +398,6 @@ TEST_CASE("cuda softmax with mask and scale, its backward, log_softmax and its b
 }
 
 TEST_CASE("cuda layer_norm forward and backward") {
-  REQUIRE_CUDA_DEVICE();
   struct Shape {
     int64_t rows, n;
   };
@@ -409,10 +425,13 @@ TEST_CASE("cuda layer_norm forward and backward") {
       check_close(gbeta, "layer_norm_backward gbeta");
     }
   }
+  BothF x(random_vec(4, 78)), mean(Vec(1, 0.f)), rstd(Vec(1, 0.f));
+  CHECK_THROWS_WITH_AS(gpu().layer_norm(x.g.get(), x.g.get(), x.g.get(), x.g.get(), mean.g.get(), rstd.g.get(), 1, 0,
+                                        1e-5f),
+                       doctest::Contains("layer_norm: 1 rows of length 0"), Error);
 }
 
 TEST_CASE("cuda cross_entropy with ignore_index and label smoothing, and its backward") {
-  REQUIRE_CUDA_DEVICE();
   const int64_t rows = 300, C = 150;
   const int32_t ignore = -100;
   std::mt19937 rng(81);
@@ -446,13 +465,15 @@ TEST_CASE("cuda cross_entropy with ignore_index and label smoothing, and its bac
   BothI bad_labels(bad);
   CHECK_THROWS_WITH_AS(gpu().cross_entropy(logits.g.get(), bad_labels.g.get(), logp.g.get(), loss.g.get(), rows, C,
                                            ignore, 0.f),
-                       doctest::Contains("row 17 has label 150"), Error);
+                       doctest::Contains("cross_entropy: label 150 of row 17 is outside [0, 150)"), Error);
+  CHECK_THROWS_WITH_AS(gpu().cross_entropy_backward(logp.g.get(), bad_labels.g.get(), logits.g.get(), rows, C, ignore,
+                                                    0.f, 1.f, true),
+                       doctest::Contains("cross_entropy_backward: label 150 of row 17"), Error);
 }
 
 // ---------------------------------------------------------------- embeddings, optimizer
 
 TEST_CASE("cuda gather_rows and scatter_add_rows with repeated ids") {
-  REQUIRE_CUDA_DEVICE();
   const int64_t vocab = 50, dim = 300, n_ids = 1000;
   std::mt19937 rng(91);
   Ids ids_host(n_ids);
@@ -468,10 +489,17 @@ TEST_CASE("cuda gather_rows and scatter_add_rows with repeated ids") {
   check_close(gtable, "scatter_add_rows");
   // both add each table row's contributions in id order, so the sums are identical bit for bit
   CHECK(gtable.g.host() == gtable.c.host());
+
+  Ids bad = ids_host;
+  bad[700] = -3;
+  BothI bad_ids(bad);
+  CHECK_THROWS_WITH_AS(gpu().gather_rows(table.g.get(), bad_ids.g.get(), out.g.get(), n_ids, dim),
+                       doctest::Contains("gather_rows: negative id -3 at position 700"), Error);
+  CHECK_THROWS_WITH_AS(gpu().scatter_add_rows(g.g.get(), bad_ids.g.get(), gtable.g.get(), n_ids, dim),
+                       doctest::Contains("scatter_add_rows: negative id -3 at position 700"), Error);
 }
 
 TEST_CASE("cuda adamw over several slots and 3 steps") {
-  REQUIRE_CUDA_DEVICE();
   const int64_t sizes[] = {1, 1000, 0, 70001};
   const float decays[] = {0.01f, 0.f, 0.1f, 0.05f};
   std::vector<std::unique_ptr<BothF>> params, grads, ms, vs;
@@ -507,7 +535,6 @@ TEST_CASE("cuda adamw over several slots and 3 steps") {
 // ---------------------------------------------------------------- memory
 
 TEST_CASE("cuda allocator: a repeated step reaches cudaMalloc only during the first") {
-  REQUIRE_CUDA_DEVICE();
   Backend& b = gpu();
   const int64_t rows = 256, n = 384;
   const auto step = [&] {
@@ -531,24 +558,30 @@ TEST_CASE("cuda allocator: a repeated step reaches cudaMalloc only during the fi
   CHECK(b.bytes_in_use() == in_use);
   CHECK(b.peak_bytes_in_use() >= in_use + 2 * static_cast<size_t>(rows * n) * sizeof(float));
   void* p = b.alloc(1000);
-  CHECK(b.bytes_in_use() == in_use + cuda::CachingAllocator::size_class(1000));
+  CHECK(b.bytes_in_use() == in_use + 1024);  // its size class
   b.dealloc(p, 1000);
   CHECK(b.alloc(0) == nullptr);
 }
+
+TEST_SUITE_END();
 
 }  // namespace
 
 // ---------------------------------------------------------------- host-side pieces (no GPU needed)
 
-TEST_CASE("cuda_backend() without a device throws a clear hr::Error") {
-  if (cuda_device_present()) {
-    CHECK(cuda_backend().device() == Device::CUDA);
+TEST_CASE("backend(Device::CUDA) without a device throws a clear hr::Error") {
+  if (cuda_available()) {
+    CHECK(backend(Device::CUDA).device() == Device::CUDA);
     return;
   }
-  CHECK_THROWS_WITH_AS(cuda_backend(), doctest::Contains("no CUDA device found"), Error);
+#ifdef HR_WITH_CUDA
   CHECK_THROWS_WITH_AS(backend(Device::CUDA), doctest::Contains("no CUDA device found"), Error);
+#else
+  CHECK_THROWS_WITH_AS(backend(Device::CUDA), doctest::Contains("has no CUDA backend"), Error);
+#endif
 }
 
+#ifdef HR_WITH_CUDA  // the allocator is compiled with the CUDA backend only
 TEST_CASE("cuda caching allocator size classes: at least the request, at most 25% more") {
   using cuda::CachingAllocator;
   CHECK(CachingAllocator::size_class(1) == 512);
@@ -566,6 +599,7 @@ TEST_CASE("cuda caching allocator size classes: at least the request, at most 25
     previous = cls;
   }
 }
+#endif
 
 TEST_CASE("cuda strided index: collapsed offsets equal the full N-d offsets") {
   std::mt19937 rng(7);
@@ -589,20 +623,25 @@ TEST_CASE("cuda strided index: collapsed offsets equal the full N-d offsets") {
         want1 += rest % shape[d] * s1[d];
         rest /= shape[d];
       }
-      int64_t got0, got1;
+      int64_t got0, got1, got0_32, got1_32;
       p.offsets(i, got0, got1);
+      p.offsets(static_cast<uint32_t>(i), got0_32, got1_32);  // the 32-bit index path of small tensors
       REQUIRE(got0 == want0);
       REQUIRE(got1 == want1);
+      REQUIRE(got0_32 == want0);
+      REQUIRE(got1_32 == want1);
     }
   }
   // contiguous operands collapse to one dimension: no divisions per element
   const int64_t shape[] = {2, 3, 4}, contiguous[] = {12, 4, 1}, zeros[] = {0, 0, 0};
   CHECK(cuda::collapse(3, shape, contiguous, contiguous).ndim == 1);
   CHECK(cuda::collapse(3, shape, contiguous, zeros).ndim == 1);
+  // operand 1 (copy_strided's dst) repeating elements is what makes copy_strided run in order on one thread
+  const int64_t some_zero[] = {4, 0, 1};
+  CHECK(cuda::collapse(3, shape, contiguous, zeros).repeats1());
+  CHECK(cuda::collapse(3, shape, contiguous, some_zero).repeats1());
+  CHECK_FALSE(cuda::collapse(3, shape, contiguous, contiguous).repeats1());
+  const int64_t shape_1[] = {2, 1, 4}, dense_1[] = {4, 4, 1}, zero_over_1[] = {4, 0, 1};
+  CHECK_FALSE(cuda::collapse(3, shape_1, dense_1, zero_over_1).repeats1());  // a zero stride over extent 1
 }
 
-#else  // built without CUDA
-
-TEST_CASE("cuda backend") { MESSAGE("skipped: no CUDA device (built without the CUDA backend)"); }
-
-#endif

@@ -6,6 +6,7 @@
 #include <string>
 #include <type_traits>
 
+#include "kernels/backend_checks.h"
 #include "kernels/base/error.h"
 #include "kernels/cpu/cpu_allocator.h"
 #include "kernels/cpu/cpu_parallel.h"
@@ -73,17 +74,8 @@ int64_t unary_cost(Unary op) {
   }
 }
 
-void check_ndim(int ndim, const char* op) {
-  HR_CHECK(ndim >= 0 && ndim <= kMaxDims,
-           std::string(op) + ": ndim " + std::to_string(ndim) + " outside [0, " + std::to_string(kMaxDims) + "]");
-}
-
-void check_label(int32_t label, int64_t row, int64_t C, int32_t ignore_index, const char* op) {
-  HR_CHECK(label == ignore_index || (label >= 0 && label < C),
-           std::string(op) + ": label " + std::to_string(label) + " of row " + std::to_string(row) +
-               " is outside [0, " + std::to_string(C) + ") and is not the ignore_index " +
-               std::to_string(ignore_index));
-}
+// The shared row routines run each row on one lane here; rows are spread over threads.
+constexpr math::SerialLanes kRow;
 
 // Below this many elements the shared functors beat a oneDNN primitive call.
 constexpr int64_t kOneDnnEltwiseMin = 4096;
@@ -295,13 +287,14 @@ class CpuBackend final : public Backend {
     }
     parallel_for(rows, 8 * n, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r)
-        math::softmax_row(x + r * n, mask ? mask + r / rows_per_mask * n : nullptr, y + r * n, n, scale);
+        math::softmax_row(kRow, x + r * n, mask ? mask + r / rows_per_mask * n : nullptr, y + r * n, n, scale);
     });
   }
   void softmax_backward(const float* y, const float* gy, float* gx, int64_t rows, int64_t n, float scale,
                         bool accumulate) override {
     parallel_for(rows, 2 * n, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) math::softmax_backward_row(y + r * n, gy + r * n, gx + r * n, n, scale, accumulate);
+      for (int64_t r = r0; r < r1; ++r)
+        math::softmax_backward_row(kRow, y + r * n, gy + r * n, gx + r * n, n, scale, accumulate);
     });
   }
   void log_softmax(const float* x, const float* mask, float* y, int64_t rows, int64_t n,
@@ -309,29 +302,31 @@ class CpuBackend final : public Backend {
     HR_CHECK(!mask || rows_per_mask > 0, "log_softmax: rows_per_mask must be positive with a mask");
     parallel_for(rows, 8 * n, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r)
-        math::log_softmax_row(x + r * n, mask ? mask + r / rows_per_mask * n : nullptr, y + r * n, n);
+        math::log_softmax_row(kRow, x + r * n, mask ? mask + r / rows_per_mask * n : nullptr, y + r * n, n);
     });
   }
   void log_softmax_backward(const float* y, const float* gy, float* gx, int64_t rows, int64_t n,
                             bool accumulate) override {
     parallel_for(rows, 8 * n, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) math::log_softmax_backward_row(y + r * n, gy + r * n, gx + r * n, n, accumulate);
+      for (int64_t r = r0; r < r1; ++r)
+        math::log_softmax_backward_row(kRow, y + r * n, gy + r * n, gx + r * n, n, accumulate);
     });
   }
 
   // ---- layer norm
   void layer_norm(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
                   int64_t rows, int64_t n, float eps) override {
+    check_layer_norm(rows, n);
     parallel_for(rows, 4 * n, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r)
-        math::layer_norm_row(x + r * n, gamma, beta, y + r * n, mean + r, rstd + r, n, eps);
+        math::layer_norm_row(kRow, x + r * n, gamma, beta, y + r * n, mean + r, rstd + r, n, eps);
     });
   }
   void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd, const float* gy,
                            float* gx, float* ggamma, float* gbeta, int64_t rows, int64_t n, bool accumulate) override {
     parallel_for(rows, 4 * n, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r)
-        math::layer_norm_backward_row(x + r * n, gamma, mean[r], rstd[r], gy + r * n, gx + r * n, n, accumulate);
+        math::layer_norm_backward_row(kRow, x + r * n, gamma, mean[r], rstd[r], gy + r * n, gx + r * n, n, accumulate);
     });
     // ggamma += sum_r gy * xhat, gbeta += sum_r gy: one thread per block of columns, rows in order
     const int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
@@ -361,17 +356,14 @@ class CpuBackend final : public Backend {
 
   // ---- embeddings
   void gather_rows(const float* table, const int32_t* ids, float* out, int64_t n_ids, int64_t dim) override {
-    for (int64_t i = 0; i < n_ids; ++i)
-      HR_CHECK(ids[i] >= 0, "gather_rows: negative id " + std::to_string(ids[i]) + " at position " + std::to_string(i));
+    for (int64_t i = 0; i < n_ids; ++i) check_id(ids[i], i, "gather_rows");
     parallel_for(n_ids, dim, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i)
         std::memcpy(out + i * dim, table + static_cast<int64_t>(ids[i]) * dim, static_cast<size_t>(dim) * sizeof(float));
     });
   }
   void scatter_add_rows(const float* g, const int32_t* ids, float* gtable, int64_t n_ids, int64_t dim) override {
-    for (int64_t i = 0; i < n_ids; ++i)
-      HR_CHECK(ids[i] >= 0,
-               "scatter_add_rows: negative id " + std::to_string(ids[i]) + " at position " + std::to_string(i));
+    for (int64_t i = 0; i < n_ids; ++i) check_id(ids[i], i, "scatter_add_rows");
     // threads own column blocks and walk the ids in order: repeated ids never race and always add in the same order
     const int64_t blocks = (dim + kColumnBlock - 1) / kColumnBlock;
     parallel_for(blocks, n_ids * kColumnBlock, [&](int64_t b0, int64_t b1) {
@@ -396,10 +388,10 @@ class CpuBackend final : public Backend {
     parallel_for(rows, 8 * C, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         if (labels[r] == ignore_index) {
-          math::log_softmax_row(logits + r * C, nullptr, logp + r * C, C);  // logp stays defined for every row
+          math::log_softmax_row(kRow, logits + r * C, nullptr, logp + r * C, C);  // logp stays defined for every row
           row_loss[r] = 0.f;
         } else {
-          row_loss[r] = math::cross_entropy_row(logits + r * C, labels[r], logp + r * C, C, smoothing);
+          row_loss[r] = math::cross_entropy_row(kRow, logits + r * C, labels[r], logp + r * C, C, smoothing);
         }
       }
     });
@@ -412,7 +404,7 @@ class CpuBackend final : public Backend {
       for (int64_t r = r0; r < r1; ++r) {
         float* g = glogits + r * C;
         if (labels[r] != ignore_index) {
-          math::cross_entropy_backward_row(logp + r * C, labels[r], g, C, smoothing, gscale, accumulate);
+          math::cross_entropy_backward_row(kRow, logp + r * C, labels[r], g, C, smoothing, gscale, accumulate);
         } else if (!accumulate) {
           std::fill(g, g + C, 0.f);
         }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/backend_checks.h"
 #include "kernels/base/error.h"
 #include "kernels/cpu/cpu_parallel.h"
 #include "kernels/math/random.h"
@@ -27,21 +28,6 @@ memory::desc operand_desc(int64_t batch, int64_t rows, int64_t cols, bool trans,
   const int64_t batch_stride = batch > 1 ? stride : stored_rows * ld;
   const Dims strides = trans ? Dims{batch_stride, 1, ld} : Dims{batch_stride, ld, 1};
   return memory::desc(Dims{batch, rows, cols}, memory::data_type::f32, strides);
-}
-
-void check_args(const GemmArgs& g) {
-  const auto dims = [&] {
-    return " (M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) + " K=" + std::to_string(g.K) +
-           " lda=" + std::to_string(g.lda) + " ldb=" + std::to_string(g.ldb) + " ldc=" + std::to_string(g.ldc) + ")";
-  };
-  HR_CHECK(g.batch >= 0 && g.M >= 0 && g.N >= 0 && g.K >= 0, "gemm: negative size" + dims());
-  HR_CHECK(g.lda >= (g.transA ? g.M : g.K), "gemm: lda too small for op(A)" + dims());
-  HR_CHECK(g.ldb >= (g.transB ? g.K : g.N), "gemm: ldb too small for op(B)" + dims());
-  HR_CHECK(g.ldc >= g.N, "gemm: ldc smaller than N" + dims());
-  HR_CHECK(g.strideA >= 0 && g.strideB >= 0 && g.strideC >= 0, "gemm: negative batch stride");
-  HR_CHECK(g.batch <= 1 || g.strideC != 0, "gemm: strideC must not be 0 when batch > 1");
-  HR_CHECK(!g.bias || g.beta == 0.f, "gemm: a bias needs beta == 0");
-  HR_CHECK(g.C && (g.K == 0 || (g.A && g.B)), "gemm: null operand");
 }
 
 // op(A) op(B) over an empty K: C = beta C (+ bias); oneDNN has no use for zero-sized reductions.
@@ -123,7 +109,7 @@ const OneDnnMatmul::Entry& OneDnnMatmul::entry(const GemmArgs& g) {
 }
 
 void OneDnnMatmul::run(const GemmArgs& g) {
-  check_args(g);
+  check_gemm(g);
   if (g.batch == 0 || g.M == 0 || g.N == 0) return;
   if (g.K == 0) return gemm_empty_k(g);
   const Entry& e = entry(g);
@@ -143,7 +129,7 @@ void OneDnnMatmul::run(const GemmArgs& g) {
 }
 
 std::string OneDnnMatmul::implementation(const GemmArgs& g) {
-  check_args(g);
+  check_gemm(g);
   if (g.batch == 0 || g.M == 0 || g.N == 0 || g.K == 0) return "none";
   return entry(g).implementation;
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/host_copy.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/launchers.h"
 #include "kernels/math/rows.h"
@@ -47,8 +48,7 @@ void adamw(const AdamWSlot* slots, int count, const AdamWHyper& h, CachingAlloca
   const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(h.beta2), static_cast<double>(h.step)));
   const size_t bytes = ranges.size() * sizeof(SlotRange);
   ScratchBuffer device_ranges(allocator, bytes);
-  // From pageable memory the copy is staged before cudaMemcpyAsync returns, so `ranges` may go out of scope.
-  HR_CUDA_CHECK(cudaMemcpyAsync(device_ranges.as<SlotRange>(), ranges.data(), bytes, cudaMemcpyHostToDevice, stream));
+  copy_from_host(device_ranges.as<SlotRange>(), ranges.data(), bytes, stream);
   adamw_kernel<<<grid_for(total), kThreads, 0, stream>>>(device_ranges.as<SlotRange>(), static_cast<int>(ranges.size()),
                                                          total, h.lr, h.beta1, h.beta2, h.eps, bc1, bc2);
   HR_CUDA_CHECK_LAUNCH();

@@ -15,19 +15,16 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/backend_checks.h"
 #include "kernels/cuda/caching_allocator.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/host_copy.h"
 #include "kernels/cuda/launchers.h"
 
 namespace hr {
 namespace {
 
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
-
-void check_ndim(int ndim, const char* op) {
-  HR_CHECK(ndim >= 0 && ndim <= kMaxDims,
-           std::string(op) + ": ndim " + std::to_string(ndim) + " outside [0, " + std::to_string(kMaxDims) + "]");
-}
 
 class CudaBackend final : public Backend {
  public:
@@ -51,15 +48,11 @@ class CudaBackend final : public Backend {
   size_t peak_bytes_in_use() const override { return allocator_.peak_bytes_in_use(); }
 
   void to_host(void* dst_host, const void* src, size_t bytes) override {
-    if (bytes == 0) return;
-    HR_CUDA_CHECK(cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost, stream_));
-    HR_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    cuda::copy_to_host(dst_host, src, bytes, stream_);
   }
-  // From pageable host memory (all the framework passes) the data is staged before cudaMemcpyAsync returns, so the
-  // caller may reuse src_host at once without a synchronization.
+  // returns when the caller may reuse or free src_host
   void from_host(void* dst, const void* src_host, size_t bytes) override {
-    if (bytes == 0) return;
-    HR_CUDA_CHECK(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, stream_));
+    cuda::copy_from_host(dst, src_host, bytes, stream_);
   }
   void copy(void* dst, const void* src, size_t bytes) override {
     if (bytes == 0) return;
@@ -80,9 +73,7 @@ class CudaBackend final : public Backend {
 
   // ---- matmul
   void gemm(const GemmArgs& g) override {
-    HR_CHECK(g.batch >= 0 && g.M >= 0 && g.N >= 0 && g.K >= 0, "gemm: negative size");
-    HR_CHECK(g.bias == nullptr || g.beta == 0.f, "gemm: a bias needs beta == 0");
-    HR_CHECK(g.batch <= 1 || g.strideC != 0, "gemm: strideC must not be 0 when batch > 1");
+    check_gemm(g);
     if (g.batch == 0 || g.M == 0 || g.N == 0) return;
     HR_CHECK(fits_int(g.batch) && fits_int(g.M) && fits_int(g.N) && fits_int(g.K) && fits_int(g.lda) &&
                  fits_int(g.ldb) && fits_int(g.ldc),
@@ -145,6 +136,7 @@ class CudaBackend final : public Backend {
   }
   void layer_norm(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
                   int64_t rows, int64_t n, float eps) override {
+    check_layer_norm(rows, n);
     cuda::layer_norm(x, gamma, beta, y, mean, rstd, rows, n, eps, stream_);
   }
   void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd, const float* gy,
@@ -154,10 +146,10 @@ class CudaBackend final : public Backend {
 
   // ---- embeddings
   void gather_rows(const float* table, const int32_t* ids, float* out, int64_t n_ids, int64_t dim) override {
-    cuda::gather_rows(table, ids, out, n_ids, dim, stream_);
+    cuda::gather_rows(table, ids, out, n_ids, dim, allocator_, stream_);
   }
   void scatter_add_rows(const float* g, const int32_t* ids, float* gtable, int64_t n_ids, int64_t dim) override {
-    cuda::scatter_add_rows(g, ids, gtable, n_ids, dim, stream_);
+    cuda::scatter_add_rows(g, ids, gtable, n_ids, dim, allocator_, stream_);
   }
 
   // ---- cross-entropy
@@ -168,7 +160,7 @@ class CudaBackend final : public Backend {
   void cross_entropy_backward(const float* logp, const int32_t* labels, float* glogits, int64_t rows, int64_t C,
                               int32_t ignore_index, float smoothing, float gscale, bool accumulate) override {
     cuda::cross_entropy_backward(logp, labels, glogits, rows, C, ignore_index, smoothing, gscale, accumulate,
-                                 stream_);
+                                 allocator_, stream_);
   }
 
   // ---- optimizer

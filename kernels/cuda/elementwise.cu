@@ -51,17 +51,20 @@ __global__ void unary_backward_kernel(Unary op, const float* x, const float* y, 
 }
 
 // out is contiguous, so its offset is the flat index
-__global__ void binary_kernel(Binary op, StridedPair p, int64_t n, const float* a, const float* b, float* out,
+template <class I>
+__global__ void binary_kernel(Binary op, StridedPair p, I n, const float* a, const float* b, float* out,
                               float scalar) {
-  HR_GRID_STRIDE(i, n) {
+  HR_GRID_STRIDE_AS(I, i, n) {
     int64_t oa, ob;
     p.offsets(i, oa, ob);
     out[i] = math::binary_forward(op, a[oa], b[ob], scalar);
   }
 }
 
-__global__ void copy_strided_kernel(StridedPair p, int64_t n, const float* src, float* dst, bool accumulate) {
-  HR_GRID_STRIDE(i, n) {
+// Launched as one thread when dst repeats elements: the grid-stride loop then visits them in order, as on the CPU.
+template <class I>
+__global__ void copy_strided_kernel(StridedPair p, I n, const float* src, float* dst, bool accumulate) {
+  HR_GRID_STRIDE_AS(I, i, n) {
     int64_t os, od;
     p.offsets(i, os, od);
     dst[od] = accumulate ? dst[od] + src[os] : src[os];
@@ -119,8 +122,11 @@ void binary(Binary op, const Broadcast& p, const float* a, const float* b, float
             cudaStream_t stream) {
   const int64_t n = p.numel();
   if (n <= 0) return;
-  binary_kernel<<<grid_for(n), kThreads, 0, stream>>>(op, collapse(p.ndim, p.shape, p.sa, p.sb), n, a, b, out,
-                                                        scalar);
+  const StridedPair pair = collapse(p.ndim, p.shape, p.sa, p.sb);
+  with_index_type(n, [&](auto index) {
+    using I = decltype(index);
+    binary_kernel<I><<<grid_for(n), kThreads, 0, stream>>>(op, pair, static_cast<I>(n), a, b, out, scalar);
+  });
   HR_CUDA_CHECK_LAUNCH();
 }
 
@@ -129,8 +135,14 @@ void copy_strided(int ndim, const int64_t* shape, const float* src, const int64_
   int64_t n = 1;
   for (int d = 0; d < ndim; ++d) n *= shape[d];
   if (n <= 0) return;
-  copy_strided_kernel<<<grid_for(n), kThreads, 0, stream>>>(collapse(ndim, shape, src_strides, dst_strides), n, src,
-                                                              dst, accumulate);
+  const StridedPair pair = collapse(ndim, shape, src_strides, dst_strides);
+  // a dst that repeats elements is written in order by one thread, so the result is the CPU backend's
+  const bool serial = pair.repeats1();
+  with_index_type(n, [&](auto index) {
+    using I = decltype(index);
+    copy_strided_kernel<I><<<serial ? 1 : grid_for(n), serial ? 1 : kThreads, 0, stream>>>(pair, static_cast<I>(n),
+                                                                                             src, dst, accumulate);
+  });
   HR_CUDA_CHECK_LAUNCH();
 }
 

@@ -44,15 +44,18 @@ __global__ void scatter_add_rows_kernel(const float* g, const int32_t* ids, floa
 
 }  // namespace
 
-void gather_rows(const float* table, const int32_t* ids, float* out, int64_t n_ids, int64_t dim, cudaStream_t stream) {
+void gather_rows(const float* table, const int32_t* ids, float* out, int64_t n_ids, int64_t dim,
+                 CachingAllocator& allocator, cudaStream_t stream) {
   if (n_ids <= 0 || dim <= 0) return;
+  check_ids(ids, n_ids, "gather_rows", allocator, stream);
   gather_rows_kernel<<<grid_for(n_ids * dim), kThreads, 0, stream>>>(table, ids, out, n_ids, dim);
   HR_CUDA_CHECK_LAUNCH();
 }
 
 void scatter_add_rows(const float* g, const int32_t* ids, float* gtable, int64_t n_ids, int64_t dim,
-                      cudaStream_t stream) {
+                      CachingAllocator& allocator, cudaStream_t stream) {
   if (n_ids <= 0 || dim <= 0) return;
+  check_ids(ids, n_ids, "scatter_add_rows", allocator, stream);
   unsigned threads = 32;  // one column a thread, up to 1024
   while (threads < 1024 && threads < dim) threads *= 2;
   scatter_add_rows_kernel<<<row_blocks(n_ids), threads, 0, stream>>>(g, ids, gtable, n_ids, dim);

@@ -45,6 +45,21 @@ inline unsigned row_blocks(int64_t rows) { return static_cast<unsigned>(rows < (
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);        \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
+// The same with index type I, for kernels templated on it (with_index_type)
+#define HR_GRID_STRIDE_AS(I, i, n)                                                                \
+  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);                      \
+       i += static_cast<I>(gridDim.x) * blockDim.x)
+
+// Calls fn(I{}) with I = uint32_t when n fits in 31 bits (so that i + the grid's stride cannot wrap), else int64_t.
+template <class Fn>
+void with_index_type(int64_t n, Fn&& fn) {
+  if (n < (int64_t{1} << 31)) {
+    fn(uint32_t{});
+  } else {
+    fn(int64_t{});
+  }
+}
+
 struct SumOp {
   template <typename T>
   __device__ T operator()(T a, T b) const { return a + b; }

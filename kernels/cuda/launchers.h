@@ -53,13 +53,22 @@ void layer_norm_backward(const float* x, const float* gamma, const float* mean, 
 int64_t cross_entropy(const float* logits, const int32_t* labels, float* logp, float* row_loss, int64_t rows,
                       int64_t C, int32_t ignore_index, float smoothing, CachingAllocator& allocator,
                       cudaStream_t stream);
+// synchronizes and throws like cross_entropy
 void cross_entropy_backward(const float* logp, const int32_t* labels, float* glogits, int64_t rows, int64_t C,
-                            int32_t ignore_index, float smoothing, float gscale, bool accumulate, cudaStream_t stream);
+                            int32_t ignore_index, float smoothing, float gscale, bool accumulate,
+                            CachingAllocator& allocator, cudaStream_t stream);
 
-// embedding.cu
-void gather_rows(const float* table, const int32_t* ids, float* out, int64_t n_ids, int64_t dim, cudaStream_t stream);
+// embedding.cu: both synchronize and throw hr::Error on a negative id (check_ids)
+void gather_rows(const float* table, const int32_t* ids, float* out, int64_t n_ids, int64_t dim,
+                 CachingAllocator& allocator, cudaStream_t stream);
 void scatter_add_rows(const float* g, const int32_t* ids, float* gtable, int64_t n_ids, int64_t dim,
-                      cudaStream_t stream);
+                      CachingAllocator& allocator, cudaStream_t stream);
+
+// index_checks.cu: both synchronize, and throw hr::Error (kernels/backend_checks.h) at the first bad entry
+void check_ids(const int32_t* ids, int64_t n, const char* op, CachingAllocator& allocator, cudaStream_t stream);
+// the labels that are not ignore_index; each must be in [0, C)
+int64_t count_labels(const int32_t* labels, int64_t rows, int64_t C, int32_t ignore_index, const char* op,
+                     CachingAllocator& allocator, cudaStream_t stream);
 
 // adamw.cu: one launch for all slots
 void adamw(const AdamWSlot* slots, int count, const AdamWHyper& h, CachingAllocator& allocator, cudaStream_t stream);

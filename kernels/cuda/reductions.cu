@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/host_copy.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/launchers.h"
 #include "kernels/cuda/strided_index.h"
@@ -141,8 +142,7 @@ double sum_squares(const float* x, int64_t n, CachingAllocator& allocator, cudaS
   sum_doubles_kernel<<<1, 1024, 0, stream>>>(d, blocks, d + blocks);
   HR_CUDA_CHECK_LAUNCH();
   double total = 0.0;
-  HR_CUDA_CHECK(cudaMemcpyAsync(&total, d + blocks, sizeof(double), cudaMemcpyDeviceToHost, stream));
-  HR_CUDA_CHECK(cudaStreamSynchronize(stream));
+  copy_to_host(&total, d + blocks, sizeof(double), stream);
   return total;
 }
 

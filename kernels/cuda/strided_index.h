@@ -18,18 +18,28 @@ struct StridedPair {
   int64_t s0[kMaxDims] = {0};
   int64_t s1[kMaxDims] = {0};
 
-  // offsets of flat element i (0 <= i < numel) in operand 0 and operand 1
-  HR_HD void offsets(int64_t i, int64_t& o0, int64_t& o1) const {
+  // Offsets of flat element i (0 <= i < numel) in operand 0 and operand 1. The index type I may be uint32_t where
+  // numel < 2^31: a GPU divides 32-bit integers several times faster than 64-bit ones.
+  template <class I>
+  HR_HD void offsets(I i, int64_t& o0, int64_t& o1) const {
     o0 = 0;
     o1 = 0;
     for (int d = ndim - 1; d > 0; --d) {
-      const int64_t idx = i % shape[d];
-      i /= shape[d];
+      const I extent = static_cast<I>(shape[d]);
+      const auto idx = static_cast<int64_t>(i % extent);
+      i /= extent;
       o0 += idx * s0[d];
       o1 += idx * s1[d];
     }
-    o0 += i * s0[0];  // the outermost index is what remains
-    o1 += i * s1[0];
+    o0 += static_cast<int64_t>(i) * s0[0];  // the outermost index is what remains
+    o1 += static_cast<int64_t>(i) * s1[0];
+  }
+
+  // Whether operand 1 visits an element more than once (a zero stride over an extent above 1).
+  bool repeats1() const {
+    for (int d = 0; d < ndim; ++d)
+      if (s1[d] == 0 && shape[d] > 1) return true;
+    return false;
   }
 };
 

@@ -1,116 +1,146 @@
 // Per-row routines (softmax, log-softmax, layer norm, cross-entropy) and the AdamW update, shared by every backend.
-// Each takes one row by pointer and its length; a backend maps rows to threads (CPU) or blocks (CUDA).
+//
+// A row is worked on by a group of lanes: lane `first` of `stride` lanes handles elements first, first + stride, ...
+// of the row, and `sum` / `max` combine the lanes' partial results, every lane getting the total. The CPU backend runs
+// a row on one lane (SerialLanes); the CUDA backend on a warp or a block of threads (kernels/cuda/lanes.cuh). A lane
+// writes only its own elements and reads another lane's only after a sum or max, which orders the two.
 #pragma once
 
 #include "kernels/math/hd.h"
 
 namespace hr::math {
 
+// One lane: the whole row, sums as they are.
+struct SerialLanes {
+  static constexpr int64_t first = 0, stride = 1;
+  HR_HD static float sum(float v) { return v; }
+  HR_HD static float max(float v) { return v; }
+};
+
 // y = softmax(scale * x + mask); mask may be null
-HR_HD void softmax_row(const float* x, const float* mask, float* y, int64_t n, float scale) {
+template <class Lanes>
+HR_HD void softmax_row(const Lanes& g, const float* x, const float* mask, float* y, int64_t n, float scale) {
   float mx = -INFINITY;
-  for (int64_t j = 0; j < n; ++j) {
+  for (int64_t j = g.first; j < n; j += g.stride) {
     const float v = scale * x[j] + (mask ? mask[j] : 0.f);
     y[j] = v;
     mx = fmaxf(mx, v);
   }
+  mx = g.max(mx);
   float sum = 0.f;
-  for (int64_t j = 0; j < n; ++j) {
+  for (int64_t j = g.first; j < n; j += g.stride) {
     const float e = expf(y[j] - mx);
     y[j] = e;
     sum += e;
   }
-  const float inv = 1.f / sum;
-  for (int64_t j = 0; j < n; ++j) y[j] *= inv;
+  const float inv = 1.f / g.sum(sum);
+  for (int64_t j = g.first; j < n; j += g.stride) y[j] *= inv;
 }
 
 // gx (+)= scale * y * (gy - <gy, y>)
-HR_HD void softmax_backward_row(const float* y, const float* gy, float* gx, int64_t n, float scale, bool accumulate) {
+template <class Lanes>
+HR_HD void softmax_backward_row(const Lanes& g, const float* y, const float* gy, float* gx, int64_t n, float scale,
+                                bool accumulate) {
   float dot = 0.f;
   HR_SIMD_SUM(dot)
-  for (int64_t j = 0; j < n; ++j) dot += gy[j] * y[j];
-  for (int64_t j = 0; j < n; ++j) {
-    const float g = scale * y[j] * (gy[j] - dot);
-    gx[j] = accumulate ? gx[j] + g : g;
+  for (int64_t j = g.first; j < n; j += g.stride) dot += gy[j] * y[j];
+  dot = g.sum(dot);
+  for (int64_t j = g.first; j < n; j += g.stride) {
+    const float v = scale * y[j] * (gy[j] - dot);
+    gx[j] = accumulate ? gx[j] + v : v;
   }
 }
 
 // y = log_softmax(x + mask); mask may be null
-HR_HD void log_softmax_row(const float* x, const float* mask, float* y, int64_t n) {
+template <class Lanes>
+HR_HD void log_softmax_row(const Lanes& g, const float* x, const float* mask, float* y, int64_t n) {
   float mx = -INFINITY;
-  for (int64_t j = 0; j < n; ++j) mx = fmaxf(mx, x[j] + (mask ? mask[j] : 0.f));
+  for (int64_t j = g.first; j < n; j += g.stride) mx = fmaxf(mx, x[j] + (mask ? mask[j] : 0.f));
+  mx = g.max(mx);
   float sum = 0.f;
-  for (int64_t j = 0; j < n; ++j) sum += expf(x[j] + (mask ? mask[j] : 0.f) - mx);
-  const float lse = mx + logf(sum);
-  for (int64_t j = 0; j < n; ++j) y[j] = x[j] + (mask ? mask[j] : 0.f) - lse;
+  for (int64_t j = g.first; j < n; j += g.stride) sum += expf(x[j] + (mask ? mask[j] : 0.f) - mx);
+  const float lse = mx + logf(g.sum(sum));
+  for (int64_t j = g.first; j < n; j += g.stride) y[j] = x[j] + (mask ? mask[j] : 0.f) - lse;
 }
 
 // gx (+)= gy - exp(y) * sum(gy)
-HR_HD void log_softmax_backward_row(const float* y, const float* gy, float* gx, int64_t n, bool accumulate) {
+template <class Lanes>
+HR_HD void log_softmax_backward_row(const Lanes& g, const float* y, const float* gy, float* gx, int64_t n,
+                                    bool accumulate) {
   float s = 0.f;
-  for (int64_t j = 0; j < n; ++j) s += gy[j];
-  for (int64_t j = 0; j < n; ++j) {
-    const float g = gy[j] - expf(y[j]) * s;
-    gx[j] = accumulate ? gx[j] + g : g;
+  for (int64_t j = g.first; j < n; j += g.stride) s += gy[j];
+  s = g.sum(s);
+  for (int64_t j = g.first; j < n; j += g.stride) {
+    const float v = gy[j] - expf(y[j]) * s;
+    gx[j] = accumulate ? gx[j] + v : v;
   }
 }
 
-// Layer norm of one row: y = (x - mean) * rstd * gamma + beta; returns mean and rstd for the backward pass.
-HR_HD void layer_norm_row(const float* x, const float* gamma, const float* beta, float* y, float* mean_out,
-                          float* rstd_out, int64_t n, float eps) {
+// Layer norm of one row: y = (x - mean) * rstd * gamma + beta; returns mean and rstd for the backward pass. n > 0.
+template <class Lanes>
+HR_HD void layer_norm_row(const Lanes& g, const float* x, const float* gamma, const float* beta, float* y,
+                          float* mean_out, float* rstd_out, int64_t n, float eps) {
   float mean = 0.f;
   HR_SIMD_SUM(mean)
-  for (int64_t j = 0; j < n; ++j) mean += x[j];
-  mean /= static_cast<float>(n);
+  for (int64_t j = g.first; j < n; j += g.stride) mean += x[j];
+  mean = g.sum(mean) / static_cast<float>(n);
   float var = 0.f;
   HR_SIMD_SUM(var)
-  for (int64_t j = 0; j < n; ++j) {
+  for (int64_t j = g.first; j < n; j += g.stride) {
     const float d = x[j] - mean;
     var += d * d;
   }
-  var /= static_cast<float>(n);
+  var = g.sum(var) / static_cast<float>(n);
   const float rstd = 1.f / sqrtf(var + eps);
-  for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * rstd * gamma[j] + beta[j];
-  *mean_out = mean;
-  *rstd_out = rstd;
+  for (int64_t j = g.first; j < n; j += g.stride) y[j] = (x[j] - mean) * rstd * gamma[j] + beta[j];
+  if (g.first == 0) {
+    *mean_out = mean;
+    *rstd_out = rstd;
+  }
 }
 
 // gx (+)= rstd * (g - mean(g) - xhat * mean(g * xhat)), with g = gy * gamma and xhat = (x - mean) * rstd.
 // The parameter grads (ggamma += gy * xhat, gbeta += gy) are reduced over rows by the caller.
-HR_HD void layer_norm_backward_row(const float* x, const float* gamma, float mean, float rstd, const float* gy,
-                                   float* gx, int64_t n, bool accumulate) {
+template <class Lanes>
+HR_HD void layer_norm_backward_row(const Lanes& g, const float* x, const float* gamma, float mean, float rstd,
+                                   const float* gy, float* gx, int64_t n, bool accumulate) {
   float mg = 0.f, mgx = 0.f;
   HR_SIMD_SUM(mg, mgx)
-  for (int64_t j = 0; j < n; ++j) {
-    const float g = gy[j] * gamma[j];
-    mg += g;
-    mgx += g * (x[j] - mean) * rstd;
+  for (int64_t j = g.first; j < n; j += g.stride) {
+    const float gj = gy[j] * gamma[j];
+    mg += gj;
+    mgx += gj * (x[j] - mean) * rstd;
   }
-  mg /= static_cast<float>(n);
-  mgx /= static_cast<float>(n);
-  for (int64_t j = 0; j < n; ++j) {
+  mg = g.sum(mg) / static_cast<float>(n);
+  mgx = g.sum(mgx) / static_cast<float>(n);
+  for (int64_t j = g.first; j < n; j += g.stride) {
     const float xhat = (x[j] - mean) * rstd;
     const float v = rstd * (gy[j] * gamma[j] - mg - xhat * mgx);
     gx[j] = accumulate ? gx[j] + v : v;
   }
 }
 
-// Cross-entropy of one row with label smoothing s over C classes; writes logp, returns the loss.
-HR_HD float cross_entropy_row(const float* logits, int32_t label, float* logp, int64_t C, float s) {
-  log_softmax_row(logits, nullptr, logp, C);
+// Cross-entropy of one row with label smoothing s over C classes; writes logp, returns the loss (NaN for a label
+// outside [0, C), which the backends report as an error).
+template <class Lanes>
+HR_HD float cross_entropy_row(const Lanes& g, const float* logits, int32_t label, float* logp, int64_t C, float s) {
+  log_softmax_row(g, logits, nullptr, logp, C);
   float sum = 0.f;
-  for (int64_t j = 0; j < C; ++j) sum += logp[j];
-  return -(1.f - s) * logp[label] - (s / static_cast<float>(C)) * sum;
+  for (int64_t j = g.first; j < C; j += g.stride) sum += logp[j];
+  sum = g.sum(sum);  // also orders the lanes' logp writes before the read of logp[label]
+  const float lp = label >= 0 && label < C ? logp[label] : NAN;
+  return -(1.f - s) * lp - (s / static_cast<float>(C)) * sum;
 }
 
 // glogits (+)= gscale * (softmax - target), target = (1 - s) onehot(label) + s / C
-HR_HD void cross_entropy_backward_row(const float* logp, int32_t label, float* g, int64_t C, float s, float gscale,
-                                      bool accumulate) {
+template <class Lanes>
+HR_HD void cross_entropy_backward_row(const Lanes& g, const float* logp, int32_t label, float* glogits, int64_t C,
+                                      float s, float gscale, bool accumulate) {
   const float off = s / static_cast<float>(C);
-  for (int64_t j = 0; j < C; ++j) {
+  for (int64_t j = g.first; j < C; j += g.stride) {
     const float t = off + (j == label ? 1.f - s : 0.f);
     const float v = gscale * (expf(logp[j]) - t);
-    g[j] = accumulate ? g[j] + v : v;
+    glogits[j] = accumulate ? glogits[j] + v : v;
   }
 }
 
