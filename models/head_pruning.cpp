@@ -12,12 +12,6 @@ namespace hr {
 
 namespace {
 
-std::string list(const std::vector<int64_t>& v) {
-  std::string s;
-  for (int64_t x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
-  return "[" + s + "]";
-}
-
 // The next layer after i that has attention heads, or -1.
 int64_t next_heads_layer(const EncoderModel& model, size_t i) {
   for (size_t j = i + 1; j < model.num_layers(); ++j)
@@ -60,6 +54,12 @@ HeadScores per_heads_layer(const EncoderModel& model, std::vector<float> (Attent
 }
 
 }  // namespace
+
+std::string head_list(const std::vector<int64_t>& heads) {
+  std::string s;
+  for (int64_t h : heads) s += (s.empty() ? "" : ", ") + std::to_string(h);
+  return "[" + s + "]";
+}
 
 HeadScores gate_open_probabilities(const EncoderModel& model) {
   return per_heads_layer(model, &AttentionHeads::gate_open_probability);
@@ -133,7 +133,7 @@ PrunePlan plan_pruning(const EncoderModel& model, const PruneOptions& opt, const
       std::vector<int64_t> added;
       std::set_difference(closed.begin(), closed.end(), plan.keep[i].begin(), plan.keep[i].end(),
                           std::back_inserter(added));
-      plan.notes.push_back("layer " + std::to_string(i) + ": heads " + list(added) +
+      plan.notes.push_back("layer " + std::to_string(i) + ": heads " + head_list(added) +
                            " kept (talking heads mix their logits or weights into kept heads)");
       plan.keep[i] = closed;
     }
@@ -146,7 +146,7 @@ PrunePlan plan_pruning(const EncoderModel& model, const PruneOptions& opt, const
         open_removed.push_back(h);
     if (open_removed.empty()) continue;
     plan.exact = false;
-    plan.notes.push_back("layer " + std::to_string(i) + ": heads " + list(open_removed) +
+    plan.notes.push_back("layer " + std::to_string(i) + ": heads " + head_list(open_removed) +
                          " removed although not closed (the outputs change)");
   }
   return plan;

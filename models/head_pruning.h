@@ -45,6 +45,9 @@ struct PrunedModel {
   std::unique_ptr<EncoderModel> model;  // on the CPU, its weights copied and gates folded
 };
 
+// "[0, 2, 5]": a list of head indices in messages and reports.
+std::string head_list(const std::vector<int64_t>& heads);
+
 // Builds the pruned model from the source model and its `model:` config block.
 PrunedModel prune_model(const EncoderModel& model, const Config& model_block, const PrunePlan& plan);
 

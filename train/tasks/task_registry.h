@@ -1,6 +1,6 @@
 // The task registry: `data.task` -> how to build the task, and the model.type (task head) it trains. Adding a task is
 // one file with its Task class, factory (and head, when it needs a new one) plus one register_task line in
-// register_builtin_tasks() (train/tasks/task_registry.cpp), or a register_task call from your own program. See
+// the built-in table `tasks()` (train/tasks/task_registry.cpp), or a register_task call from your own program. See
 // README "Adding a task".
 #pragma once
 

@@ -17,12 +17,6 @@ namespace hr {
 
 namespace {
 
-std::string list(const std::vector<int64_t>& v) {
-  std::string s;
-  for (int64_t x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
-  return "[" + s + "]";
-}
-
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream f(path);
   f << text;
@@ -82,7 +76,7 @@ int prune_command(const PruneArgs& args) {
   for (size_t i = 0; i < plan.keep.size(); ++i)
     if (plan.attention[i] || plan.heads[i] > 0)
       std::cout << "  layer " << i << ": " << plan.heads[i] << " -> " << plan.keep[i].size() << " heads "
-                << list(plan.keep[i]) << "\n";
+                << head_list(plan.keep[i]) << "\n";
   for (const auto& n : plan.notes) std::cout << "  note: " << n << "\n";
   std::cout << (plan.exact ? "the pruned model computes what the gated model computes in evaluation"
                            : "approximate: heads that were not closed were removed")
