@@ -244,8 +244,10 @@ SafeTensorsFile read_safetensors(const std::string& path) {
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(header_text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw fail(std::string("header is not valid JSON: ") + e.what());
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number such as 1e999
+    std::string message = e.what();
+    if (message.size() > 200) message = message.substr(0, 200) + "...";
+    throw fail("header is not valid JSON: " + message);
   }
   if (!header.is_object()) throw fail("header is not a JSON object");
 

@@ -12,7 +12,8 @@ packages=(meson ninja-build g++ pkg-config
   libcli11-dev         # the headroom command line
   libutf8proc-dev      # Unicode normalisation and categories for the BERT tokenizer
   libcairo2-dev        # PNG plots and attention maps
-  zlib1g-dev)          # crc32: the per-tensor checksums of safetensors files
+  zlib1g-dev           # crc32: the per-tensor checksums of safetensors files
+  clang-14 libfuzzer-14-dev libomp-14-dev)  # scripts/fuzz.sh: libFuzzer builds of the parsers
 
 missing=()
 for p in "${packages[@]}"; do

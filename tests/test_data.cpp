@@ -345,6 +345,23 @@ TEST_CASE("label set: sorted, deterministic ids") {
   CHECK(contains(error_of([&] { labels.name(5); }), "label id 5 out of range"));
 }
 
+TEST_CASE("a number past the range of double is bad JSON, not an escaping exception (found by fuzzing)") {
+  TempDir tmp;
+  const std::string clinc = tmp.write("overflow.json", "{\"train\": [[\"a\", \"b\"]], \"val\": 1e999}");
+  CHECK(error_of([&] { load_classification_data(options_for(DataFormat::clinc150, clinc)); }) ==
+        clinc + ": invalid JSON: number overflow parsing '1e999'");
+  const std::string long_number = "{\"data\": " + std::string(500, '9') + "e999}";
+  const std::string squad = tmp.write("overflow_squad.json", long_number);
+  const std::string message = error_of([&] { load_squad(squad); });
+  CHECK(contains(message, squad + ": invalid JSON: number overflow parsing '999"));
+  CHECK(message.size() < squad.size() + 250);  // the number is not echoed whole
+  const std::string jsonl = tmp.write("overflow.jsonl", "{\"text\": \"ok\", \"label\": \"a\"}\n{\"text\": 1e999}\n");
+  const LoadResult rows = load_classification_data(options_for(DataFormat::jsonl, jsonl));
+  CHECK(rows.examples.size() == 1);
+  REQUIRE(rows.issues.size() == 1);
+  CHECK(rows.issues[0].message() == jsonl + ":2: invalid JSON (a number out of range)");
+}
+
 TEST_CASE("loaders never crash on binary garbage") {
   TempDir tmp;
   std::mt19937 rng(1234);

@@ -277,6 +277,10 @@ TEST_CASE("foreign and corrupt files give a clear error naming the file") {
     check_read_error(path, "not a safetensors file");
   }
   SUBCASE("a missing file") { check_read_error(tmp / "nope.safetensors", "no such file"); }
+  SUBCASE("a number past the range of double (found by fuzzing)") {
+    write_bytes(path, raw_file(R"({"a":{"dtype":"U8","shape":[1e999],"data_offsets":[0,1]}})", 1));
+    check_read_error(path, "header is not valid JSON: [json.exception.out_of_range.406] number overflow parsing '1e999'");
+  }
   SUBCASE("header is JSON but not an object") {
     write_bytes(path, raw_file("{\"a\": 1", 0));
     check_read_error(path, "not valid JSON");

@@ -178,6 +178,8 @@ void load_jsonl(const ClassificationDataOptions& options, LoadResult& result) {
         problem = read_jsonl_object(row, options, example);
       } catch (const json::parse_error& e) {
         problem = "invalid JSON (at column " + std::to_string(e.byte) + ")";
+      } catch (const json::out_of_range&) {  // a number past the range of double: 1e999
+        problem = "invalid JSON (a number out of range)";
       }
     }
     if (!problem.empty()) {
