@@ -123,7 +123,7 @@ for name, j in runs:
         name += f" ({j['error'][:80]})"
     print(f"| {name} | {cell(j, 'train_step_ms')} | {cell(j, 'train_tokens_per_s', fmt='{:.0f}')} | "
           f"{cell(j, 'train_gflops', 1e-3, '{:.2f}')} | {cell(j, 'peak_device_mb', fmt='{:.0f}')} | "
-          f"{cell(j, 'sgemm_gflops', 1e-3, '{:.2f}')} | {cell(j, 'loss', fmt='{:.4f}')} |")
+          f"{cell(j, 'sgemm_gflops', 1e-3, '{:.2f}')} | {cell(j, 'final_loss', fmt='{:.4f}')} |")
 if not runs:
     print("(no timing stage printed a result: see the stage logs)")
 print("\nmodel TFLOP/s: 3x the forward FLOPs of the layers and head per step (headroom's count); sgemm: cuBLAS on "

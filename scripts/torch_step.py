@@ -53,7 +53,7 @@ def time_step(attention: str, tf32: bool, batch: int, seq: int, steps: int, warm
     result = {"framework": f"pytorch {torch.__version__}", "device": torch.cuda.get_device_name(),
               "attention": attention, "tf32": tf32, "batch": batch, "seq_len": seq,
               "parameters": sum(p.numel() for p in model.parameters()), "train_step_ms": ms,
-              "train_tokens_per_s": batch * seq / (ms / 1e3), "loss": float(loss),
+              "train_tokens_per_s": batch * seq / (ms / 1e3), "final_loss": float(loss),
               "peak_device_mb": torch.cuda.max_memory_allocated() / 2**20}
     del model, opt
     torch.cuda.empty_cache()
