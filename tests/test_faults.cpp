@@ -216,3 +216,27 @@ TEST_CASE("a_missing_config_or_run_directory_exits_2") {
   CHECK(headroom("train " + quote(d / "nope.yaml")).code == 2);
   CHECK(headroom("eval --run " + quote(d / "nope")).code == 2);
 }
+
+TEST_CASE("a_full_disk_during_a_save_fails_the_run_with_a_message_and_keeps_the_last_checkpoint") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  const std::string last = run + "/checkpoint-last.safetensors";
+  const std::string before = read_file(last);
+  // RLIMIT_FSIZE below a checkpoint's size: its writes fail as on a full disk (EFBIG; SIGXFSZ ignored)
+  const std::string limit_kb = std::to_string(before.size() / 1024 / 2);
+  const std::string cmd = "trap '' XFSZ; ulimit -f " + limit_kb + "; exec " +
+                          quote(std::string(std::getenv("HR_BUILD_ROOT")) + "/headroom") + " train --quiet --resume " +
+                          quote(run) + " --set train.max_steps=40 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int status = pclose(p);
+  INFO(out);
+  CHECK(WEXITSTATUS(status) == 1);
+  CHECK(out.find("checkpoint") != std::string::npos);
+  CHECK(read_file(last) == before);
+  for (const auto& e : fs::directory_iterator(run)) CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
+  const Result resumed = headroom("train --quiet --resume " + quote(run) + " --set train.max_steps=40");
+  CHECK_MESSAGE(resumed.code == 0, resumed.output);
+}
