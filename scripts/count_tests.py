@@ -3,7 +3,8 @@
 
 Skipped cases are those doctest filtered out: the GPU tests without a CUDA device (tests/gpu_test_main.cpp), which
 then exit 77 and meson reports SKIP; their host-side cases that ran are counted as passed or failed. A test executable
-that failed without a doctest summary (a crash, a sanitizer abort, a timeout) counts as one failure. Exit status 1
+that failed without a doctest summary (a crash, a sanitizer abort, a timeout) counts as one failure; one that passed
+without one (the fuzz corpus replays) as one pass. Exit status 1
 when anything failed or no test ran."""
 import json
 import re
@@ -21,6 +22,8 @@ for path in sys.argv[1:]:
                 _, p, fl, sk = map(int, m[-1])
                 passed, skipped = passed + p, skipped + sk
                 failed += fl
+            if not m and entry.get("result") == "OK":
+                passed += 1  # a test without doctest (the fuzz replays) counts as one
             if entry.get("result") not in ("OK", "SKIP") and (not m or int(m[-1][2]) == 0):
                 failed += 1
                 print(f"{path}: {entry.get('name')} ended {entry.get('result')}", file=sys.stderr)

@@ -79,7 +79,7 @@ run=("$bundle/run.sh")
 stage unpack 30 "${run[@]}" ldd
 
 # ---- the GPU tests
-export HR_SHARED="$PWD/../shared" HR_SOURCE_ROOT="$PWD"
+export HR_SOURCE_ROOT="$PWD"
 stage test_cuda_backend 75 "${run[@]}" test_cuda_backend
 stage test_gpu_parity 75 "${run[@]}" test_gpu_parity
 

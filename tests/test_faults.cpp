@@ -240,3 +240,13 @@ TEST_CASE("a_full_disk_during_a_save_fails_the_run_with_a_message_and_keeps_the_
   const Result resumed = headroom("train --quiet --resume " + quote(run) + " --set train.max_steps=40");
   CHECK_MESSAGE(resumed.code == 0, resumed.output);
 }
+
+TEST_CASE("grad_accum_larger_than_an_epoch_is_a_config_error") {
+  TempDir d;
+  const std::string cfg = setup(d);  // 60 rows of batch 8: 8 batches an epoch
+  const Result r = headroom("train --quiet " + quote(cfg) + " --set train.grad_accum=9 --out " + quote(d / "run"));
+  CHECK(r.code == 2);
+  CHECK(r.output.find("grad_accum") != std::string::npos);
+  CHECK(headroom("train --quiet " + quote(cfg) + " --set train.grad_accum=8 --set train.max_steps=1 --out " +
+                 quote(d / "ok")).code == 0);
+}

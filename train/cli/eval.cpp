@@ -27,10 +27,12 @@ int eval_command(const EvalArgs& a) {
   HR_CHECK(run.task->has_split(split), "the run's data has no '" + split + "' split");
   EvalResult r = run.task->evaluate(*run.model, split, run.config.train.device, run.config.train.batch_size * 2);
   if (a.json) {
-    std::cout << nlohmann::json{{"run", a.run_dir}, {"checkpoint", a.which}, {"split", split}, {split, r.metrics}}.dump()
-              << "\n";
+    nlohmann::json j = {{"run", a.run_dir}, {"checkpoint", a.which}, {"split", split}, {split, r.metrics}};
+    if (!r.scorer.empty()) j["metric"] = r.scorer;
+    std::cout << j.dump() << "\n";
   } else {
-    std::cout << a.run_dir << " (" << a.which << " checkpoint), " << split << ":";
+    std::cout << a.run_dir << " (" << a.which << " checkpoint), " << split
+              << (r.scorer.empty() ? "" : " (" + r.scorer + " metric)") << ":";
     for (const auto& [k, v] : r.metrics) std::cout << " " << k << " " << v;
     std::cout << "\n";
   }

@@ -55,6 +55,7 @@ TrainState load_checkpoint(const std::string& path, Module& model, Optimizer* op
     copy_into(path, name, it->second, t);
   }
   TrainState s;
+  s.note = checksum_note(path, f);  // a file from before checksums: loaded unverified
   try {
     s.step = std::stoll(meta(f, path, "step"));
     s.epoch = std::stoll(meta(f, path, "epoch"));
@@ -72,7 +73,8 @@ TrainState load_checkpoint(const std::string& path, Module& model, Optimizer* op
     HR_CHECK(saved != "none", path + ": holds no optimizer state (a pruned model?): start a new run from it with "
                               "train.init_from instead of resuming it");
     if (saved != optimizer->name()) {
-      s.note = path + " holds " + saved + " state; " + optimizer->name() + " (train.optimizer) starts from fresh state";
+      s.note += (s.note.empty() ? "" : "; ") + path + " holds " + saved + " state; " + optimizer->name() +
+                " (train.optimizer) starts from fresh state";
       return s;
     }
     NamedTensors state = optimizer->state();
@@ -98,7 +100,10 @@ std::string load_weights(const std::string& path, Module& model) {
     }
     copy_into(path, name, it->second, t);
   }
-  return missing.empty() ? "" : "parameters not in " + path + " (kept their initialisation): " + missing;
+  std::string note = checksum_note(path, f);
+  if (!missing.empty())
+    note += (note.empty() ? "" : "\n") + std::string("parameters not in ") + path + " (kept their initialisation): " + missing;
+  return note;
 }
 
 }  // namespace hr

@@ -18,7 +18,7 @@ struct TrainState {
   uint64_t rng_seed = 0, rng_offset = 0;
   double best_metric = -std::numeric_limits<double>::infinity();
   int64_t best_step = -1;
-  std::string note;  // set by load_checkpoint when the optimizer state was not restored (another optimizer)
+  std::string note;  // from load_checkpoint: no checksums to verify, or optimizer state not restored (another one)
 };
 
 void save_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer, const TrainState& state);

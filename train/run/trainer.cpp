@@ -196,7 +196,8 @@ LoadedRun load_run(const std::string& dir, const std::string& which, bool load_d
   if (!which.empty()) {
     const std::string ckpt = dir + "/checkpoint-" + which + ".safetensors";
     HR_CHECK(fs::exists(ckpt), "no checkpoint " + ckpt);
-    load_checkpoint(ckpt, *r.model, nullptr);
+    if (const std::string note = load_checkpoint(ckpt, *r.model, nullptr).note; !note.empty())
+      std::cerr << "note: " << note << "\n";
   }
   r.model->to(r.config.train.device);
   return r;
@@ -248,6 +249,10 @@ int train_command(const TrainArgs& args) {
   TrainingStep step(*model, *optimizer, StepOptions{t.grad_accum, t.clip});
 
   const int64_t batches_per_epoch = (task->num_train() + t.batch_size - 1) / t.batch_size;
+  if (t.grad_accum > batches_per_epoch)
+    rc.root.child("train").fail("grad_accum", "is " + std::to_string(t.grad_accum) + ", more micro-batches than an epoch has (" +
+                                                  std::to_string(batches_per_epoch) + " of batch_size " +
+                                                  std::to_string(t.batch_size) + ")");
   const int64_t steps_per_epoch = std::max<int64_t>(1, batches_per_epoch / t.grad_accum);
   const int64_t total_steps = t.max_steps > 0 ? t.max_steps : t.epochs * steps_per_epoch;
   LrSchedule sched;
@@ -292,6 +297,7 @@ int train_command(const TrainArgs& args) {
     if (!task->has_split("eval")) return;
     EvalResult r = task->evaluate(*model, "eval", t.device, t.batch_size * 2);
     nlohmann::json j = {{"step", st.step}, {"eval", r.metrics}};
+    if (!r.scorer.empty()) j["metric"] = r.scorer;
     if (nlohmann::json g = gate_report(*model); !g.is_null()) j["gates"] = g;
     log_json(j);
     std::string line = "step " + std::to_string(st.step) + " eval:";

@@ -256,10 +256,11 @@ EvalResult QaTask::evaluate(EncoderModel& model, const std::string& split, Devic
     const std::string name = split == "eval" ? "predictions.json" : "predictions-" + split + ".json";
     write_predictions_json((std::filesystem::path(predictions_dir_) / name).string(), predictions);
   }
-  const SquadScore s = evaluate_squad(gold, predictions);
+  const SquadScore s = evaluate_squad(gold, predictions, parse_qa_metric(data_.metric));
   EvalResult r;
   r.metrics = {{"exact_match", s.exact_match}, {"f1", s.f1}};
   r.primary = "f1";
+  r.scorer = s.metric;
   return r;
 }
 

@@ -27,6 +27,7 @@ struct Batch {
 struct EvalResult {
   std::map<std::string, double> metrics;  // e.g. accuracy, macro_f1, oos_recall / exact_match, f1
   std::string primary;                    // the metric that picks the best checkpoint (higher is better)
+  std::string scorer;                     // which definition scored, when a task has several (QA: "squad" | "cmrc")
   double primary_value() const { return metrics.at(primary); }
 };
 
