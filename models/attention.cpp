@@ -145,11 +145,15 @@ std::vector<int64_t> MultiHeadAttention::exact_closure(std::vector<int64_t> keep
   return keep;
 }
 
-void MultiHeadAttention::write_pruned_block(YAML::Node& layer_block, int64_t kept) const {
+void MultiHeadAttention::write_pruned_block(YAML::Node& layer_block, const std::vector<int64_t>& keep) const {
   YAML::Node a = layer_block["attention"];
-  a["heads"] = kept;
+  a["heads"] = static_cast<int64_t>(keep.size());
   a["pruned"] = true;  // allows 0 heads
   a.remove("gates");   // folded into the output projection
+  YAML::Node original(YAML::NodeType::Sequence);
+  original.SetStyle(YAML::EmitterStyle::Flow);
+  for (int64_t h : keep) original.push_back(opt_.original_heads.empty() ? h : opt_.original_heads[static_cast<size_t>(h)]);
+  a["original_heads"] = original;
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "models/basic_layers.h"
 #include "models/head_gates.h"
@@ -25,6 +26,9 @@ struct AttentionOptions {
   std::string permute = "none";  // none | interleave
   int64_t prev_heads = 0;        // heads of the logits the previous layer passes on (0: none, it is no cross-layer one)
   int64_t layer_index = 0;
+  // After pruning: each head's index in the unpruned layer (pruning composes it), so that an export to a format that
+  // numbers heads by the original layer (Hugging Face's pruned_heads) can name the removed ones. Empty: 0..heads-1.
+  std::vector<int64_t> original_heads;
 };
 
 class MultiHeadAttention : public Module, public AttentionHeads {
@@ -53,7 +57,7 @@ class MultiHeadAttention : public Module, public AttentionHeads {
   void set_head_mask(const Tensor& mask) override { head_mask_ = mask; }
   bool cross_layer() const override { return opt_.cross_layer; }
   std::vector<int64_t> exact_closure(std::vector<int64_t> keep) const override;
-  void write_pruned_block(YAML::Node& layer_block, int64_t kept) const override;
+  void write_pruned_block(YAML::Node& layer_block, const std::vector<int64_t>& keep) const override;
   const Module& heads_module() const override { return *this; }
   std::vector<std::pair<std::string, Tensor>> pruned_parameters(const std::vector<int64_t>& keep,
                                                                 const std::vector<int64_t>& prev_keep) const override;

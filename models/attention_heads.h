@@ -34,8 +34,9 @@ class AttentionHeads {
   // The smallest superset of `keep` (ascending) whose removal leaves the kept heads' outputs unchanged once the
   // removed heads are closed (talking heads mix heads into each other).
   virtual std::vector<int64_t> exact_closure(std::vector<int64_t> keep) const = 0;
-  // Edits the layer's YAML block (one layer group without `repeat`) to describe the layer with `kept` heads, no gates.
-  virtual void write_pruned_block(YAML::Node& layer_block, int64_t kept) const = 0;
+  // Edits the layer's YAML block (one layer group without `repeat`) to describe the layer with the heads `keep`
+  // (ascending) only, no gates.
+  virtual void write_pruned_block(YAML::Node& layer_block, const std::vector<int64_t>& keep) const = 0;
   // The module holding the heads' parameters, and those parameters for the kept heads (names as in that module's
   // named_parameters()), each gate folded into its head's output columns. `prev_keep`: the kept heads of the previous
   // heads layer (for maps of its logits).

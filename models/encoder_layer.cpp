@@ -43,6 +43,15 @@ AttentionOptions read_attention_options(const Config& block, const LayerDefaults
   a.heads = pruned ? c.get<int64_t>("heads") : c.get_positive("heads");
   if (a.heads < 0) c.fail("heads", "expected a non-negative integer, got '" + std::to_string(a.heads) + "'");
   a.head_dim = c.get_positive("head_dim");
+  a.original_heads = c.get<std::vector<int64_t>>("original_heads", {});
+  if (!a.original_heads.empty()) {
+    if (static_cast<int64_t>(a.original_heads.size()) != a.heads)
+      c.fail("original_heads", "needs one index per head (" + std::to_string(a.heads) + "), got " +
+                                   std::to_string(a.original_heads.size()));
+    for (size_t i = 0; i < a.original_heads.size(); ++i)
+      if (a.original_heads[i] < 0 || (i > 0 && a.original_heads[i] <= a.original_heads[i - 1]))
+        c.fail("original_heads", "must be ascending non-negative head indices");
+  }
   a.dropout = c.get<float>("dropout", d.attention_dropout);
   if (a.dropout < 0.f || a.dropout >= 1.f) c.fail("dropout", "must be in [0, 1)");
   a.talking_heads = c.get<bool>("talking_heads", false);

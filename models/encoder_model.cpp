@@ -43,10 +43,8 @@ Tensor Embeddings::forward(const EncoderInput& in) const {
   HR_CHECK(T <= position.dim(0), "sequence of " + std::to_string(T) + " tokens is longer than model.max_len = " +
                                      std::to_string(position.dim(0)));
   Tensor x = add(embedding(token, in.ids), slice(position, 0, 0, T));  // (B, T, D) + (T, D)
-  if (segment) {
-    HR_CHECK(in.segments.defined(), "this model has segment embeddings: the input needs segment ids");
-    x = add(x, embedding(*segment, in.segments));
-  }
+  // an input without segment ids is all segment 0, as BERT's default token_type_ids (a single-text classifier)
+  if (segment) x = add(x, in.segments.defined() ? embedding(*segment, in.segments) : slice(*segment, 0, 0, 1));
   return dropout(ln.forward(x), dropout_, training());
 }
 

@@ -37,7 +37,7 @@ YAML::Node pruned_model_node(const Config& model_block, const EncoderModel& mode
       YAML::Node layer = YAML::Clone(group);
       layer.remove("repeat");
       if (plan.attention[index])
-        model.layer(index).heads()->write_pruned_block(layer, static_cast<int64_t>(plan.keep[index].size()));
+        model.layer(index).heads()->write_pruned_block(layer, plan.keep[index]);
       layers.push_back(layer);
     }
   }

@@ -5,21 +5,25 @@
 
 namespace hr {
 
-SequenceClassifierHead::SequenceClassifierHead(int64_t d_model, int64_t num_labels, bool mean_pooling, float dropout)
+SequenceClassifierHead::SequenceClassifierHead(int64_t d_model, int64_t num_labels, Pooling pooling, float dropout)
     : weight(register_parameter("weight", {num_labels, d_model}, Init::normal(0.02f))),
       bias(register_parameter("bias", {num_labels}, Init::zeros())),
-      mean_pooling_(mean_pooling),
-      dropout_(dropout) {}
+      pooling_(pooling),
+      dropout_(dropout) {
+  if (pooling == Pooling::cls_pooler) pooler = &register_module("pooler", std::make_unique<Linear>(d_model, d_model));
+}
+
+Tensor SequenceClassifierHead::pool(const Tensor& h, const EncoderInput& in) const {
+  if (pooling_ == Pooling::mean) {
+    Tensor m = reshape(in.token_mask, {h.dim(0), h.dim(1), 1});
+    return div(sum(mul(h, m), 1), sum(m, 1));  // masked mean: (B, D) / (B, 1)
+  }
+  Tensor cls = select(h, 1, 0);  // (B, D)
+  return pooler ? tanh(pooler->forward(cls)) : cls;
+}
 
 Tensor SequenceClassifierHead::forward(const Tensor& h, const EncoderInput& in) {
-  Tensor pooled;
-  if (!mean_pooling_) {
-    pooled = select(h, 1, 0);  // (B, D)
-  } else {
-    Tensor m = reshape(in.token_mask, {h.dim(0), h.dim(1), 1});
-    pooled = div(sum(mul(h, m), 1), sum(m, 1));  // masked mean: (B, D) / (B, 1)
-  }
-  return linear(dropout(pooled, dropout_, training()), weight, bias);  // (B, num_labels)
+  return linear(dropout(pool(h, in), dropout_, training()), weight, bias);  // (B, num_labels)
 }
 
 SpanHead::SpanHead(int64_t d_model)
@@ -30,8 +34,9 @@ Tensor SpanHead::forward(const Tensor& h, const EncoderInput&) { return linear(h
 
 std::unique_ptr<TaskHead> make_sequence_classifier_head(const Config& m, const HeadSettings& s) {
   HR_CHECK(s.dims.num_labels > 0, "a classifier needs at least one label");
-  const bool mean = m.get_choice("pooling", {"cls", "mean"}, "cls") == "mean";
-  return std::make_unique<SequenceClassifierHead>(s.d_model, s.dims.num_labels, mean, s.dropout);
+  const std::string p = m.get_choice("pooling", {"cls", "mean", "cls_pooler"}, "cls");
+  const Pooling pooling = p == "mean" ? Pooling::mean : p == "cls_pooler" ? Pooling::cls_pooler : Pooling::cls;
+  return std::make_unique<SequenceClassifierHead>(s.d_model, s.dims.num_labels, pooling, s.dropout);
 }
 
 std::unique_ptr<TaskHead> make_span_head(const Config&, const HeadSettings& s) {

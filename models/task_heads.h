@@ -2,21 +2,28 @@
 // (encoder_span_qa). Registered in models/task_head.cpp.
 #pragma once
 
+#include "models/basic_layers.h"
 #include "models/task_head.h"
 
 namespace hr {
 
-// [CLS] or masked-mean pooling, dropout, then a linear layer: (B, T, D) -> (B, num_labels).
+// How a sequence classifier pools the hidden states: the [CLS] state, the masked mean, or BERT's pooler (a dense
+// layer + tanh on the [CLS] state, parameters "classifier.pooler.*").
+enum class Pooling { cls, mean, cls_pooler };
+
+// Pooling, dropout, then a linear layer: (B, T, D) -> (B, num_labels).
 class SequenceClassifierHead : public TaskHead {
  public:
-  SequenceClassifierHead(int64_t d_model, int64_t num_labels, bool mean_pooling, float dropout);
+  SequenceClassifierHead(int64_t d_model, int64_t num_labels, Pooling pooling, float dropout);
   Tensor forward(const Tensor& hidden, const EncoderInput& in) override;
+  Tensor pool(const Tensor& hidden, const EncoderInput& in) const;  // (B, T, D) -> (B, D)
   const char* name() const override { return "classifier"; }
   Tensor& weight;  // (num_labels, D)
   Tensor& bias;    // (num_labels)
+  Linear* pooler = nullptr;  // (D, D) with cls_pooler
 
  private:
-  bool mean_pooling_;
+  Pooling pooling_;
   float dropout_;
 };
 

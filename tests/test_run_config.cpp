@@ -74,7 +74,16 @@ TEST_CASE("data.metric chooses the QA metric, validated like the other choices")
         "run.yaml:4: data.metric: expected one of 'auto', 'squad', 'cmrc', got 'cmcr' (did you mean 'cmrc'?)");
 }
 
-TEST_CASE("a renamed key reports the missing key and the unknown one next to it") {
-  CHECK(error_reading("data:\n  format: csv\n  train_file: x.csv\n") ==
+TEST_CASE("a renamed key reports the missing key and the unknown one next to it, when training needs it") {
+  const std::string yaml = "data:\n  format: csv\n  train_file: x.csv\n";
+  CHECK(error_reading(yaml).empty());  // eval and predict of an imported run need no training data
+  const RunConfig rc = read_run_config(Config::parse(yaml, "run.yaml"), "run");
+  std::string message;
+  try {
+    require_train_data(rc);
+  } catch (const ConfigError& e) {
+    message = e.what();
+  }
+  CHECK(message ==
         "run.yaml:1: data: missing required key 'train_path'; unknown key 'train_file' (line 3) may be meant for it");
 }

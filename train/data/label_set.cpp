@@ -10,6 +10,18 @@ namespace hr {
 LabelSet::LabelSet(std::vector<std::string> labels) : labels_(std::move(labels)) {
   std::sort(labels_.begin(), labels_.end());
   labels_.erase(std::unique(labels_.begin(), labels_.end()), labels_.end());
+  for (size_t i = 0; i < labels_.size(); ++i) ids_.emplace(labels_[i], static_cast<int32_t>(i));
+}
+
+LabelSet LabelSet::in_order(std::vector<std::string> labels, const std::string& origin) {
+  LabelSet s;
+  s.labels_ = std::move(labels);
+  for (size_t i = 0; i < s.labels_.size(); ++i) {
+    HR_CHECK(!s.labels_[i].empty(), origin + ": line " + std::to_string(i + 1) + " is an empty label");
+    HR_CHECK(s.ids_.emplace(s.labels_[i], static_cast<int32_t>(i)).second,
+             origin + ": label '" + s.labels_[i] + "' appears twice");
+  }
+  return s;
 }
 
 LabelSet LabelSet::from_examples(const std::vector<TextExample>& examples) {
@@ -20,9 +32,9 @@ LabelSet LabelSet::from_examples(const std::vector<TextExample>& examples) {
 }
 
 std::optional<int32_t> LabelSet::find(const std::string& label) const {
-  const auto it = std::lower_bound(labels_.begin(), labels_.end(), label);
-  if (it == labels_.end() || *it != label) return std::nullopt;
-  return static_cast<int32_t>(it - labels_.begin());
+  const auto it = ids_.find(label);
+  if (it == ids_.end()) return std::nullopt;
+  return it->second;
 }
 
 int32_t LabelSet::id(const std::string& label) const {

@@ -47,7 +47,7 @@ DataOptions read_data(const Config& root, bool check_files) {
     d.include_oos = c.get<bool>("include_oos", false);
     if (check_files && !std::filesystem::exists(d.path)) c.fail("path", "no such file '" + d.path + "'");
   } else {
-    d.train_path = c.get<std::string>("train_path");
+    d.train_path = c.get<std::string>("train_path", "");  // a run served without training (import-hf) has none
     d.eval_path = c.get<std::string>("eval_path", "");
     d.test_path = c.get<std::string>("test_path", "");
     for (const auto& [key, p] : {std::pair{"train_path", d.train_path}, {"eval_path", d.eval_path},
@@ -128,6 +128,13 @@ RunConfig read_run_config(Config root, const std::string& name, bool check_files
   RunConfig rc{root, name, read_tokenizer(root, check_files), read_data(root, check_files), read_train(root)};
   check_model(root, rc.data);
   return rc;
+}
+
+void require_train_data(const RunConfig& rc) {
+  if (!rc.data.present || rc.data.format == "clinc150" || !rc.data.train_path.empty()) return;
+  const Config data = rc.root.child("data");
+  data.get<std::string>("train_path");  // missing: the required-key error, with the key that may be meant for it
+  data.fail("train_path", "must name the training data file");
 }
 
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides, bool check_files) {

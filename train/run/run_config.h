@@ -21,7 +21,8 @@ struct DataOptions {
   bool present = false;                 // the config has a data: block
   std::string task = "classification";  // a registered task: classification | squad | ...
   std::string format = "clinc150";      // classification: clinc150 | csv | tsv | jsonl; squad: squad; else empty
-  // clinc150: one file holding the splits; every other format: one file per split (*_path)
+  // clinc150: one file holding the splits; every other format: one file per split (*_path; train_path is required
+  // only to train: an imported run is evaluated and served without one)
   std::string path;
   std::string train_split = "train", eval_split = "val", test_split = "test";
   bool include_oos = false;
@@ -68,5 +69,8 @@ struct RunConfig {
 // served by predict needs neither). `check_all_read` runs after the model is built (train/run/trainer.cpp).
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides, bool check_files = true);
 RunConfig read_run_config(Config root, const std::string& name, bool check_files = true);
+// Training needs data.train_path (unless the format is clinc150): a ConfigError naming it, or a misspelt key meant for
+// it, when it is missing or empty.
+void require_train_data(const RunConfig& rc);
 
 }  // namespace hr

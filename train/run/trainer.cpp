@@ -217,11 +217,15 @@ int train_command(const TrainArgs& args) {
     if (fs::exists(dir + "/config.yaml"))
       throw UsageError(dir + " already holds a run: continue it with --resume " + dir + ", or choose another --out");
   }
+  require_train_data(rc);
   const TrainOptions& t = rc.train;
   if (t.device == Device::CUDA) backend(Device::CUDA);  // a missing GPU is a clear error now, not mid-run
 
   // ---- data, tokenizer, model
-  std::unique_ptr<Task> task = make_task(TaskContext{rc, resume ? dir : "", true, dir});
+  // the task files (labels.txt) of a resumed run, or of the run train.init_from comes from: its label ids are the
+  // rows of the classifier it initialises (an imported checkpoint keeps its own label order)
+  const std::string task_dir = resume ? dir : t.init_from.empty() ? "" : fs::path(t.init_from).parent_path().string();
+  std::unique_ptr<Task> task = make_task(TaskContext{rc, task_dir, true, dir});
   std::unique_ptr<Tokenizer> tok = make_tokenizer(rc.tokenizer, *task, resume ? dir + "/vocab.txt" : "");
   manual_seed(static_cast<uint64_t>(t.seed));
   ModelDims dims = task->dims();

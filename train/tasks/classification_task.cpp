@@ -94,8 +94,12 @@ ClassificationTask::ClassificationTask(const DataOptions& data, std::optional<La
     labels_ = *labels;
     return;
   }
-  train_examples_ = load(data, "train", labels);
-  HR_CHECK(!train_examples_.empty(), "no training examples were loaded");
+  if (data.format == "clinc150" || !data.train_path.empty()) {
+    train_examples_ = load(data, "train", labels);
+    HR_CHECK(!train_examples_.empty(), "no training examples were loaded");
+  }
+  HR_CHECK(labels || !train_examples_.empty(), "classification: without data.train_path, the labels must come from the "
+                                               "run's labels.txt");
   labels_ = labels ? *labels : LabelSet::from_examples(train_examples_);
   for (const char* split : {"eval", "test"}) {
     const bool present = data.format == "clinc150" || !(split == std::string("eval") ? data.eval_path : data.test_path).empty();
@@ -145,7 +149,7 @@ std::unique_ptr<Task> make_classification_task(const TaskContext& ctx) {
     HR_CHECK(f.good(), "cannot read " + path);
     std::vector<std::string> names;
     for (std::string line; std::getline(f, line);) names.push_back(line);
-    labels = LabelSet(names);
+    labels = LabelSet::in_order(names, path);
   }
   return std::make_unique<ClassificationTask>(ctx.config.data, std::move(labels), ctx.load_data);
 }

@@ -172,8 +172,10 @@ SquadData QaTask::load(const std::string& path) {
 QaTask::QaTask(const DataOptions& data, bool load_data, std::string predictions_dir)
     : data_(data), predictions_dir_(std::move(predictions_dir)) {
   if (!load_data) return;
-  train_examples_ = load(data.train_path).train;
-  HR_CHECK(!train_examples_.empty(), data.train_path + ": no question with a verified answer to train on");
+  if (!data.train_path.empty()) {
+    train_examples_ = load(data.train_path).train;
+    HR_CHECK(!train_examples_.empty(), data.train_path + ": no question with a verified answer to train on");
+  }
   for (const auto& [split, path] : {std::pair{"eval", data.eval_path}, {"test", data.test_path}}) {
     if (path.empty()) continue;
     eval_splits_[split] = load(path).eval;

@@ -1,0 +1,458 @@
+// Hugging Face BERT checkpoints imported as headroom runs (train/tools/hf_bert.h): the tiny checkpoints of
+// tests/fixtures/hf_bert reproduce transformers' outputs, the tokenizer reproduces its input ids, every bad tensor is
+// an error naming it and the file, and an imported model fine-tunes through the normal trainer.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "framework/autograd.h"
+#include "framework/safetensors.h"
+#include "models/head_pruning.h"
+#include "models/task_heads.h"
+#include "tests/repo_files.h"
+#include "tests/tiny_run.h"
+#include "train/run/trainer.h"
+#include "train/tasks/qa_task.h"
+#include "train/tools/hf_bert.h"
+
+using namespace hr;
+using namespace hr::testing;
+
+namespace {
+
+std::string hf_fixture(const std::string& name) { return repo_path("tests/fixtures/hf_bert/" + name); }
+
+// The reference rows without their padding, and their token types.
+struct ReferenceInput {
+  std::vector<std::vector<int32_t>> ids, segments;
+  int64_t T = 0;
+};
+
+ReferenceInput reference_input(const SafeTensorsFile& ref) {
+  const SafeTensor& ids = ref.tensors.at("input_ids");
+  const std::vector<int64_t> id = to_i64(ids), seg = to_i64(ref.tensors.at("token_type_ids")),
+                             mask = to_i64(ref.tensors.at("attention_mask"));
+  ReferenceInput in;
+  in.T = ids.shape[1];
+  for (int64_t b = 0; b < ids.shape[0]; ++b) {
+    in.ids.emplace_back();
+    in.segments.emplace_back();
+    for (int64_t t = 0; t < in.T; ++t) {
+      const size_t i = static_cast<size_t>(b * in.T + t);
+      if (mask[i] == 0) continue;
+      in.ids.back().push_back(static_cast<int32_t>(id[i]));
+      in.segments.back().push_back(static_cast<int32_t>(seg[i]));
+    }
+  }
+  return in;
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  float m = 0.f;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+// Element k of each (B, T, 2) row: the start (0) or end (1) logits as (B, T).
+std::vector<float> column(const std::vector<float>& btk, size_t k) {
+  std::vector<float> out;
+  for (size_t i = k; i < btk.size(); i += 2) out.push_back(btk[i]);
+  return out;
+}
+
+void copy_dir(const std::string& from, const std::string& to) {
+  fs::create_directories(to);
+  for (const auto& e : fs::directory_iterator(from)) fs::copy_file(e.path(), fs::path(to) / e.path().filename());
+}
+
+// The message of the hr::Error an import throws ("" when it succeeds).
+std::string import_error(const std::string& dir, const std::string& out, const std::string& task = "") {
+  try {
+    import_hf_bert({dir, out, task});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A copy of a fixture whose model.safetensors `edit` changed.
+std::string edited_copy(const TempDir& d, const std::string& fixture, const std::function<void(SafeTensorsFile&)>& edit) {
+  const std::string dir = d / ("edited-" + fixture);
+  fs::remove_all(dir);
+  copy_dir(hf_fixture(fixture), dir);
+  SafeTensorsFile f = read_safetensors(dir + "/model.safetensors");
+  edit(f);
+  write_safetensors(dir + "/model.safetensors", f);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("imported BERT checkpoints reproduce transformers' hidden states, pooler and logits") {
+  for (const std::string name : {"bert_tiny_qa", "bert_tiny_cls", "bert_tiny_qa_pruned"}) {
+    CAPTURE(name);
+    TempDir d;
+    import_hf_bert({hf_fixture(name), d / "run", ""});
+    LoadedRun run = load_run(d / "run", "best", /*load_data=*/false);
+    EncoderModel& model = *run.model;
+    const SafeTensorsFile ref = read_safetensors(hf_fixture(name + "/reference.safetensors"));
+    const ReferenceInput in = reference_input(ref);
+    const EncoderInput input = make_encoder_input(in.ids, 0, Device::CPU, &in.segments);
+    REQUIRE(input.ids.dim(1) == in.T);  // the longest row has no padding: positions line up
+    model.eval();
+    NoGradGuard ng;
+    const Tensor hidden = model.hidden_states(input);  // (B, T, D)
+    CHECK(max_abs_diff(hidden.to_vector(), to_f32(ref.tensors.at("last_hidden_state"))) <= 1e-4f);
+    const std::vector<float> out = model.head().forward(hidden, input).to_vector();
+    if (name == "bert_tiny_cls") {
+      // a classifier's input without segment ids (one text) is all segment 0, as BERT's default token_type_ids
+      std::vector<std::vector<int32_t>> zeros;
+      for (const auto& row : in.ids) zeros.emplace_back(row.size(), 0);
+      CHECK(model.forward(make_encoder_input(in.ids, 0, Device::CPU)).to_vector() ==
+            model.forward(make_encoder_input(in.ids, 0, Device::CPU, &zeros)).to_vector());
+      const auto& head = dynamic_cast<const SequenceClassifierHead&>(model.head());
+      CHECK(max_abs_diff(head.pool(hidden, input).to_vector(), to_f32(ref.tensors.at("pooler_output"))) <= 1e-4f);
+      CHECK(max_abs_diff(out, to_f32(ref.tensors.at("logits"))) <= 1e-4f);
+    } else {
+      CHECK(max_abs_diff(column(out, 0), to_f32(ref.tensors.at("start_logits"))) <= 1e-4f);
+      CHECK(max_abs_diff(column(out, 1), to_f32(ref.tensors.at("end_logits"))) <= 1e-4f);
+    }
+  }
+}
+
+TEST_CASE("the imported tokenizer encodes the README's question/context pairs as BERT does") {
+  TempDir d;
+  import_hf_bert({hf_fixture("bert_tiny_qa"), d / "run", ""});
+  LoadedRun run = load_run(d / "run", "best", /*load_data=*/false);
+  const Tokenizer& tok = *run.tokenizer;
+  const ReferenceInput ref = reference_input(read_safetensors(hf_fixture("bert_tiny_qa/reference.safetensors")));
+  const std::pair<const char*, const char*> texts[] = {
+      {"Where was the king born?", "The king was born in Paris, the largest city of France."},
+      {"What river?", "The oldest river of England"}};
+  for (size_t r = 0; r < 2; ++r) {
+    const auto windows = make_qa_windows(tok.vocab(), tok.encode(texts[r].first).ids, tok.encode(texts[r].second).ids,
+                                         QaWindowing{run.model->max_len(), 20, 128}, {});
+    REQUIRE(windows.size() == 1);
+    CHECK(windows[0].ids == ref.ids[r]);
+    CHECK(windows[0].segments == ref.segments[r]);
+  }
+}
+
+TEST_CASE("import writes a run directory: config, vocabulary, labels, checkpoints without optimizer state") {
+  TempDir d;
+  const std::vector<std::string> notes = import_hf_bert({hf_fixture("bert_tiny_cls"), d / "run", ""});
+  CHECK(read_file(d / "run/labels.txt") == "greeting\nweather\nalarm\n");
+  CHECK(read_file(d / "run/vocab.txt") == read_file(hf_fixture("bert_tiny_cls/vocab.txt")));
+  const std::string config = read_file(d / "run/config.yaml");
+  for (const char* key : {"norm: post", "pooling: cls_pooler", "segments: 2", "layer_norm_eps: 1e-12", "repeat: 2"})
+    CHECK_MESSAGE(config.find(key) != std::string::npos, key);
+  const SafeTensorsFile best = read_safetensors(d / "run/checkpoint-best.safetensors");
+  CHECK(best.metadata.at("optimizer") == "none");
+  CHECK(best.tensors.count("classifier.pooler.weight") == 1);
+  const SafeTensorsFile last = read_safetensors(d / "run/checkpoint-last.safetensors");
+  CHECK(last.tensors.size() == best.tensors.size());
+  // the pruned checkpoint: one group per layer, the kept heads by their original indices
+  import_hf_bert({hf_fixture("bert_tiny_qa_pruned"), d / "pruned", ""});
+  const std::string pruned = read_file(d / "pruned/config.yaml");
+  CHECK(pruned.find("original_heads: [0, 2]") != std::string::npos);
+  CHECK(pruned.find("original_heads: [0, 1, 3]") != std::string::npos);
+  CHECK(import_error(hf_fixture("bert_tiny_cls"), d / "run").find("already holds a run") != std::string::npos);
+}
+
+TEST_CASE("tensor names as found in the wild: no bert. prefix, LayerNorm gamma/beta, bfloat16, cls.* heads") {
+  TempDir d;
+  import_hf_bert({hf_fixture("bert_tiny_cls"), d / "plain", ""});
+  const std::string dir = edited_copy(d, "bert_tiny_cls", [](SafeTensorsFile& f) {
+    SafeTensorsFile g;
+    for (auto& [name, t] : f.tensors) {
+      std::string n = name.rfind("bert.", 0) == 0 ? name.substr(5) : name;
+      if (n.size() > 16 && n.compare(n.size() - 16, 16, "LayerNorm.weight") == 0) n = n.substr(0, n.size() - 6) + "gamma";
+      if (n.size() > 14 && n.compare(n.size() - 14, 14, "LayerNorm.bias") == 0) n = n.substr(0, n.size() - 4) + "beta";
+      g.tensors[n] = t;
+    }
+    // bfloat16 is the upper half of a float32: the import must give back exactly those floats
+    SafeTensor& w = g.tensors.at("classifier.weight");
+    SafeTensor bf{"BF16", w.shape, {}};
+    for (size_t i = 0; i < w.bytes.size(); i += 4) bf.bytes.insert(bf.bytes.end(), {w.bytes[i + 2], w.bytes[i + 3]});
+    w = bf;
+    const float one = 1.f;
+    g.tensors["cls.predictions.bias"] = from_f32({1}, &one);
+    f = g;
+  });
+  const auto notes = import_hf_bert({dir, d / "renamed", ""});
+  bool said_unused = false;
+  for (const auto& n : notes) said_unused = said_unused || n.find("cls.predictions.bias") != std::string::npos;
+  CHECK(said_unused);
+  const SafeTensorsFile a = read_safetensors(d / "plain/checkpoint-best.safetensors"),
+                        b = read_safetensors(d / "renamed/checkpoint-best.safetensors");
+  REQUIRE(a.tensors.size() == b.tensors.size());
+  for (const auto& [name, t] : a.tensors) {
+    CAPTURE(name);
+    std::vector<float> want = to_f32(t);
+    if (name == "classifier.weight")
+      for (float& x : want) {
+        uint32_t u;
+        std::memcpy(&u, &x, 4);
+        u &= 0xffff0000u;
+        std::memcpy(&x, &u, 4);
+      }
+    CHECK(to_f32(b.tensors.at(name)) == want);
+  }
+}
+
+TEST_CASE("an unknown, missing or mis-shaped tensor is an error naming it and the file") {
+  TempDir d;
+  const std::string extra = edited_copy(d, "bert_tiny_qa", [](SafeTensorsFile& f) {
+    f.tensors["bert.encoder.layer.0.attention.self.rotary.weight"] = f.tensors.at("qa_outputs.bias");
+  });
+  std::string e = import_error(extra, d / "a");
+  CHECK(e.find(extra + "/model.safetensors") != std::string::npos);
+  CHECK(e.find("'bert.encoder.layer.0.attention.self.rotary.weight'") != std::string::npos);
+
+  const std::string beyond = edited_copy(d, "bert_tiny_qa", [](SafeTensorsFile& f) {
+    f.tensors["bert.encoder.layer.2.output.dense.bias"] = f.tensors.at("bert.encoder.layer.1.output.dense.bias");
+  });
+  CHECK(import_error(beyond, d / "b").find("'bert.encoder.layer.2.output.dense.bias'") != std::string::npos);
+
+  const std::string missing = edited_copy(d, "bert_tiny_qa", [](SafeTensorsFile& f) {
+    f.tensors.erase("bert.encoder.layer.1.output.dense.bias");
+  });
+  e = import_error(missing, d / "c");
+  CHECK(e.find(missing + "/model.safetensors") != std::string::npos);
+  CHECK(e.find("'bert.encoder.layer.1.output.dense.bias' is missing") != std::string::npos);
+
+  const std::string shape = edited_copy(d, "bert_tiny_qa", [](SafeTensorsFile& f) {
+    f.tensors.at("bert.encoder.layer.0.attention.self.key.weight") = f.tensors.at("bert.pooler.dense.weight");
+    SafeTensor& k = f.tensors.at("bert.encoder.layer.0.attention.self.key.weight");
+    k.shape = {16, 64};
+  });
+  e = import_error(shape, d / "d");
+  CHECK(e.find("'bert.encoder.layer.0.attention.self.key.weight' has shape (16, 64)") != std::string::npos);
+  CHECK(e.find("makes it (32, 32)") != std::string::npos);
+
+  // the other task's head is no part of this model
+  CHECK(import_error(hf_fixture("bert_tiny_cls"), d / "e", "span_qa").find("'classifier.bias'") !=
+        std::string::npos);
+}
+
+TEST_CASE("a missing task head is initialised and said once; what BERT's config asks headroom cannot do is named") {
+  TempDir d;
+  const std::string base = edited_copy(d, "bert_tiny_cls", [](SafeTensorsFile& f) {
+    f.tensors.erase("classifier.weight");
+    f.tensors.erase("classifier.bias");
+  });
+  const auto notes = import_hf_bert({base, d / "run", ""});
+  int said = 0;
+  for (const auto& n : notes) said += n.find("classifier.weight") != std::string::npos;
+  CHECK(said == 1);
+
+  const std::string relu = d / "relu";
+  copy_dir(hf_fixture("bert_tiny_qa"), relu);
+  std::string config = read_file(relu + "/config.json");
+  config.replace(config.find("\"gelu\""), 6, "\"relu\"");
+  write_file(relu + "/config.json", config);
+  std::string e = import_error(relu, d / "r");
+  CHECK(e.find(relu + "/config.json") != std::string::npos);
+  CHECK(e.find("'hidden_act': 'relu'") != std::string::npos);
+
+  const std::string bin = d / "bin";
+  copy_dir(hf_fixture("bert_tiny_qa"), bin);
+  fs::rename(bin + "/model.safetensors", bin + "/pytorch_model.bin");
+  e = import_error(bin, d / "b");
+  CHECK(e.find("pytorch_model.bin") != std::string::npos);
+  CHECK(e.find("safetensors.torch import save_file") != std::string::npos);
+}
+
+TEST_CASE("pruning an imported pruned model composes the original head indices") {
+  TempDir d;
+  import_hf_bert({hf_fixture("bert_tiny_qa_pruned"), d / "run", ""});
+  LoadedRun run = load_run(d / "run", "best", /*load_data=*/false);
+  PrunePlan plan;
+  plan.attention = {true, true};
+  plan.heads = {2, 3};
+  plan.keep = {{1}, {0, 2}};  // of the original heads [0, 2] and [0, 1, 3]
+  const PrunedModel pruned = prune_model(*run.model, run.config.root.child("model"), plan);
+  CHECK(pruned.model_yaml.find("original_heads: [2]") != std::string::npos);
+  CHECK(pruned.model_yaml.find("original_heads: [0, 3]") != std::string::npos);
+}
+
+TEST_CASE("headroom import-hf, then predict, eval and a fine-tune through the normal trainer") {
+  TempDir d;
+  const std::string run = d / "run";
+  Result r = headroom("import-hf " + quote(hf_fixture("bert_tiny_qa")) + " --out " + quote(run));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  r = headroom("predict --run " + quote(run) + " --question 'where was the king born?' --context 'the king was born "
+               "in paris.'");
+  CHECK_MESSAGE(r.code == 0, r.output);
+
+  // a tiny SQuAD file in the fixture's vocabulary
+  const std::vector<std::array<std::string, 3>> qa = {
+      {"where was the king born?", "the king was born in paris, the largest city of france.", "paris"},
+      {"where was the queen born?", "the queen was born in london, the largest city of england.", "london"},
+      {"where did the king die?", "the king died in london in 1 year.", "london"},
+      {"what is the largest city of france?", "paris is the largest city of france.", "paris"},
+      {"who was born in paris?", "the queen was born in paris.", "the queen"},
+      {"what river is the oldest?", "the oldest river of england is in london.", "london"}};
+  nlohmann::json paragraphs = nlohmann::json::array();
+  for (size_t i = 0; i < qa.size(); ++i) {
+    const auto& [q, c, a] = qa[i];
+    paragraphs.push_back({{"context", c},
+                          {"qas", {{{"id", std::to_string(i)}, {"question", q},
+                                    {"answers", {{{"text", a}, {"answer_start", c.find(a)}}}}}}}});
+  }
+  write_file(d / "squad.json", nlohmann::json{{"version", "1.1"}, {"data", {{{"title", "t"}, {"paragraphs", paragraphs}}}}}.dump());
+
+  r = headroom("eval --run " + quote(run) + " --data " + quote(d / "squad.json"));
+  CHECK_MESSAGE(r.code == 0, r.output);
+  CHECK(r.output.find("f1") != std::string::npos);
+
+  r = headroom("train --quiet " + quote(run + "/config.yaml") + " --out " + quote(d / "ft") +
+               " --set data.train_path=" + quote(d / "squad.json") + " --set train.init_from=" +
+               quote(run + "/checkpoint-best.safetensors") +
+               " --set train.max_steps=24 --set train.batch_size=3 --set train.lr=2e-3 --set train.warmup=0"
+               " --set train.schedule=constant --set train.log_every=1");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const auto loss = losses(d / "ft");
+  REQUIRE(loss.size() == 24);
+  double first = 0, last = 0;
+  for (int64_t s = 1; s <= 4; ++s) first += loss.at(s);
+  for (int64_t s = 21; s <= 24; ++s) last += loss.at(s);
+  CHECK(last < 0.5 * first);
+}
+
+TEST_CASE("export-hf gives back the imported checkpoints bit-exactly, and importing an export is bit-exact") {
+  for (const std::string name : {"bert_tiny_qa", "bert_tiny_cls", "bert_tiny_qa_pruned"}) {
+    CAPTURE(name);
+    TempDir d;
+    import_hf_bert({hf_fixture(name), d / "run", ""});
+    export_hf_bert({d / "run", "best", d / "hf"});
+    const SafeTensorsFile original = read_safetensors(hf_fixture(name + "/model.safetensors")),
+                          exported = read_safetensors(d / "hf/model.safetensors");
+    for (const auto& [n, t] : exported.tensors) {
+      CAPTURE(n);
+      REQUIRE(original.tensors.count(n) == 1);
+      CHECK(t.dtype == original.tensors.at(n).dtype);
+      CHECK(t.shape == original.tensors.at(n).shape);
+      CHECK(t.bytes == original.tensors.at(n).bytes);
+    }
+    // what is left out: the position_ids buffer, and the pooler that BertForQuestionAnswering does not have
+    for (const auto& [n, t] : original.tensors)
+      if (!exported.tensors.count(n))
+        CHECK_MESSAGE((n == "bert.embeddings.position_ids" || (name != "bert_tiny_cls" && n.rfind("bert.pooler.", 0) == 0)),
+                      n);
+    const nlohmann::json a = nlohmann::json::parse(read_file(hf_fixture(name + "/config.json"))),
+                         b = nlohmann::json::parse(read_file(d / "hf/config.json"));
+    for (const char* key : {"architectures", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                            "intermediate_size", "max_position_embeddings", "type_vocab_size", "layer_norm_eps"})
+      CHECK_MESSAGE(a[key] == b[key], key);
+    CHECK(a.value("pruned_heads", nlohmann::json()) == b.value("pruned_heads", nlohmann::json()));
+    CHECK(a.value("id2label", nlohmann::json()) == b.value("id2label", nlohmann::json()));
+    CHECK(read_file(d / "hf/vocab.txt") == read_file(hf_fixture(name + "/vocab.txt")));
+
+    import_hf_bert({d / "hf", d / "again", ""});
+    const SafeTensorsFile x = read_safetensors(d / "run/checkpoint-best.safetensors"),
+                          y = read_safetensors(d / "again/checkpoint-best.safetensors");
+    REQUIRE(x.tensors.size() == y.tensors.size());
+    for (const auto& [n, t] : x.tensors) CHECK_MESSAGE(t.bytes == y.tensors.at(n).bytes, n);
+  }
+}
+
+TEST_CASE("a model BERT's format cannot express is refused, naming the feature") {
+  TempDir d;
+  import_hf_bert({hf_fixture("bert_tiny_qa"), d / "qa", ""});
+  import_hf_bert({hf_fixture("bert_tiny_cls"), d / "cls", ""});
+  // an imported run with one model key changed, its checkpoint rewritten for the changed model
+  int changed = 0;
+  auto export_error = [&](const std::string& base, const std::string& from, const std::string& to) {
+    const std::string run = d / ("changed-" + std::to_string(changed++));
+    fs::create_directories(run);
+    std::string c = read_file(d / base + "/config.yaml");
+    REQUIRE(c.find(from) != std::string::npos);
+    c.replace(c.find(from), from.size(), to);
+    write_file(run + "/config.yaml", c);
+    for (const char* f : {"vocab.txt", "labels.txt"})
+      if (fs::exists(d / base + "/" + f)) fs::copy_file(d / base + "/" + f, run + "/" + f);
+    LoadedRun r = load_run(run, "", /*load_data=*/false);
+    save_checkpoint(run + "/checkpoint-best.safetensors", *r.model, nullptr, TrainState{});
+    try {
+      export_hf_bert({run, "best", run + "/hf"});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string attn = "{heads: 4, head_dim: 8}";
+  CHECK(export_error("qa", attn, attn) == "");
+  CHECK(export_error("qa", "norm: post", "norm: pre").find("pre-LN") != std::string::npos);
+  CHECK(export_error("qa", attn, "{heads: 4, head_dim: 8, talking_heads: true}").find("talking heads") !=
+        std::string::npos);
+  CHECK(export_error("qa", attn, "{heads: 4, head_dim: 8, cross_layer: residual_logits}").find("cross-layer") !=
+        std::string::npos);
+  CHECK(export_error("qa", attn, "{heads: 4, head_dim: 8, gates: {type: l0}}").find("L0 gates") != std::string::npos);
+  CHECK(export_error("qa", attn, "{heads: 2, head_dim: 8}").find("hidden / heads") != std::string::npos);
+  CHECK(export_error("qa", attn, "{heads: 4, head_dim: 6}").find("hidden / heads") != std::string::npos);
+  CHECK(export_error("cls", "pooling: cls_pooler", "pooling: cls").find("pooler") != std::string::npos);
+}
+
+TEST_CASE("headroom prune of an imported model, twice, then export-hf: pruned_heads by original indices") {
+  TempDir d;
+  REQUIRE(headroom("import-hf " + quote(hf_fixture("bert_tiny_cls")) + " --out " + quote(d / "run")).code == 0);
+  std::string rows;
+  const std::pair<const char*, const char*> texts[] = {
+      {"hello there", "greeting"}, {"what is the weather in paris", "weather"}, {"play the alarm at 5", "alarm"},
+      {"hi", "greeting"}, {"is it cold in london", "weather"}, {"set an alarm", "alarm"}};
+  for (const auto& [text, label] : texts) rows += nlohmann::json{{"text", text}, {"label", label}}.dump() + "\n";
+  write_file(d / "test.jsonl", rows);
+  // the imported run has no data files: name a test split for head importance
+  std::string config = read_file(d / "run/config.yaml");
+  config.replace(config.find("format: jsonl"), 13, "format: jsonl\n  test_path: " + (d / "test.jsonl"));
+  write_file(d / "run/config.yaml", config);
+
+  // fine-tuning from the imported checkpoint keeps its label ids (the classifier's rows), which are not sorted
+  Result r = headroom("train --quiet " + quote(d / "run/config.yaml") + " --out " + quote(d / "ft") +
+                      " --set data.train_path=" + quote(d / "test.jsonl") + " --set train.init_from=" +
+                      quote(d / "run/checkpoint-best.safetensors") + " --set train.max_steps=2");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(read_file(d / "ft/labels.txt") == "greeting\nweather\nalarm\n");
+
+  auto pruned_heads = [&](const std::string& run, const std::string& out) {
+    const Result r = headroom("export-hf --run " + quote(run) + " --out " + quote(out));
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+    return nlohmann::json::parse(read_file(out + "/config.json"))["pruned_heads"];
+  };
+  r = headroom("prune --run " + quote(d / "run") + " --by importance --split test --keep 5 --out " +
+                      quote(d / "p1"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const nlohmann::json first = pruned_heads(d / "p1", d / "hf1");
+  r = headroom("prune --run " + quote(d / "p1") + " --by importance --split test --keep 2 --out " + quote(d / "p2"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const nlohmann::json second = pruned_heads(d / "p2", d / "hf2");
+  auto removed = [](const nlohmann::json& p) {
+    std::map<std::string, std::set<int64_t>> m;
+    for (const auto& [layer, heads] : p.items())
+      for (const auto& h : heads) m[layer].insert(h.get<int64_t>());
+    return m;
+  };
+  auto count = [](const std::map<std::string, std::set<int64_t>>& m) {
+    size_t n = 0;
+    for (const auto& [l, s] : m) n += s.size();
+    return n;
+  };
+  const auto a = removed(first), b = removed(second);
+  CHECK(count(a) == 8 - 5);
+  CHECK(count(b) == 8 - 2);
+  for (const auto& [layer, heads] : a)  // the second prune removes more of the original heads, never renumbers
+    for (int64_t h : heads) CHECK(b.at(layer).count(h) == 1);
+  // the exported model is what headroom computes: import it and compare the checkpoints
+  REQUIRE(headroom("import-hf " + quote(d / "hf2") + " --out " + quote(d / "back")).code == 0);
+  const SafeTensorsFile x = read_safetensors(d / "p2/checkpoint-best.safetensors"),
+                        y = read_safetensors(d / "back/checkpoint-best.safetensors");
+  for (const auto& [n, t] : x.tensors) CHECK_MESSAGE(t.bytes == y.tensors.at(n).bytes, n);
+}

@@ -1,0 +1,486 @@
+#include "train/tools/hf_bert.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+#include "framework/atomic_file.h"
+#include "framework/config.h"
+#include "framework/safetensors.h"
+#include "kernels/base/error.h"
+#include "models/encoder_layer.h"
+#include "models/encoder_model.h"
+#include "train/run/checkpoint.h"
+#include "train/run/trainer.h"
+#include "train/tasks/classification_task.h"
+#include "train/tokenizer/vocab.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace hr {
+
+namespace {
+
+// BERT name (without "bert.") <-> headroom name, for the parameters outside the layers.
+const std::vector<std::pair<std::string, std::string>>& top_names() {
+  static const std::vector<std::pair<std::string, std::string>> t = {
+      {"embeddings.word_embeddings.weight", "embeddings.token"},
+      {"embeddings.position_embeddings.weight", "embeddings.position"},
+      {"embeddings.token_type_embeddings.weight", "embeddings.segment"},
+      {"embeddings.LayerNorm.weight", "embeddings.ln.weight"},
+      {"embeddings.LayerNorm.bias", "embeddings.ln.bias"},
+      {"pooler.dense.weight", "classifier.pooler.weight"},
+      {"pooler.dense.bias", "classifier.pooler.bias"},
+      {"classifier.weight", "classifier.weight"},
+      {"classifier.bias", "classifier.bias"},
+      {"qa_outputs.weight", "span.weight"},
+      {"qa_outputs.bias", "span.bias"}};
+  return t;
+}
+
+// Within layer i: "encoder.layer.<i>." + BERT module <-> "layers.<i>." + headroom module (each .weight and .bias).
+const std::vector<std::pair<std::string, std::string>>& layer_modules() {
+  static const std::vector<std::pair<std::string, std::string>> t = {
+      {"attention.self.query", "attn.q"},       {"attention.self.key", "attn.k"},
+      {"attention.self.value", "attn.v"},       {"attention.output.dense", "attn.o"},
+      {"attention.output.LayerNorm", "ln1"},    {"intermediate.dense", "ffn.in"},
+      {"output.dense", "ffn.out"},              {"output.LayerNorm", "ln2"}};
+  return t;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// "<prefix><digits>.<rest>" -> (digits, rest)
+bool split_index(const std::string& s, const std::string& prefix, std::string& index, std::string& rest) {
+  if (!starts_with(s, prefix)) return false;
+  const size_t dot = s.find('.', prefix.size());
+  if (dot == std::string::npos || dot == prefix.size()) return false;
+  index = s.substr(prefix.size(), dot - prefix.size());
+  rest = s.substr(dot + 1);
+  return std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// "<module>.weight" or "<module>.bias" -> (module, ".weight" / ".bias")
+bool split_suffix(const std::string& s, std::string& module, std::string& suffix) {
+  for (const char* sfx : {".weight", ".bias"}) {
+    const std::string x = sfx;
+    if (s.size() > x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0) {
+      module = s.substr(0, s.size() - x.size());
+      suffix = x;
+      return true;
+    }
+  }
+  return false;
+}
+
+json read_json(const std::string& path) {
+  std::ifstream f(path);
+  HR_CHECK(f, "cannot read " + path);
+  try {
+    return json::parse(f);
+  } catch (const json::exception& e) {
+    throw Error(path + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+// config.json's fields, each an error naming the file and the key when missing or of the wrong type.
+struct JsonFields {
+  const json& j;
+  std::string path;
+  template <class T>
+  T get(const std::string& key) const {
+    HR_CHECK(j.contains(key), path + ": missing key '" + key + "'");
+    try {
+      return j.at(key).get<T>();
+    } catch (const json::exception&) {
+      throw Error(path + ": '" + key + "' has the wrong type (" + j.at(key).dump() + ")");
+    }
+  }
+  template <class T>
+  T get(const std::string& key, const T& fallback) const {
+    return j.contains(key) && !j.at(key).is_null() ? get<T>(key) : fallback;
+  }
+  int64_t positive(const std::string& key) const {
+    const int64_t v = get<int64_t>(key);
+    HR_CHECK(v > 0, path + ": '" + key + "' must be positive, got " + std::to_string(v));
+    return v;
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw Error(path + ": '" + key + "': " + what);
+  }
+};
+
+// Per layer: the original indices of the heads BERT's pruned_heads leaves.
+std::vector<std::vector<int64_t>> kept_heads(const JsonFields& c, int64_t layers, int64_t heads) {
+  std::vector<std::vector<int64_t>> kept(static_cast<size_t>(layers));
+  std::vector<std::set<int64_t>> pruned(static_cast<size_t>(layers));
+  if (c.j.contains("pruned_heads") && !c.j.at("pruned_heads").is_null()) {
+    const json& p = c.j.at("pruned_heads");
+    if (!p.is_object()) c.fail("pruned_heads", "expected an object {layer: [heads]}");
+    for (const auto& [layer, list] : p.items()) {
+      int64_t l = -1;
+      if (!layer.empty() && std::all_of(layer.begin(), layer.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+        l = std::stoll(layer);
+      if (l < 0 || l >= layers) c.fail("pruned_heads", "layer '" + layer + "' is not one of the " +
+                                                          std::to_string(layers) + " layers");
+      if (!list.is_array()) c.fail("pruned_heads", "layer " + layer + ": expected a list of head indices");
+      for (const json& h : list) {
+        if (!h.is_number_integer() || h.get<int64_t>() < 0 || h.get<int64_t>() >= heads)
+          c.fail("pruned_heads", "layer " + layer + ": " + h.dump() + " is not a head index below " +
+                                     std::to_string(heads));
+        pruned[static_cast<size_t>(l)].insert(h.get<int64_t>());
+      }
+    }
+  }
+  for (size_t l = 0; l < kept.size(); ++l)
+    for (int64_t h = 0; h < heads; ++h)
+      if (!pruned[l].count(h)) kept[l].push_back(h);
+  return kept;
+}
+
+// A YAML scalar of a config.json float as it was written (1e-12, 0.1), not as yaml-cpp spells a double
+// (9.9999999999999998e-13).
+YAML::Node number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return YAML::Node(std::string(buf));
+}
+
+struct ImportPlan {
+  bool classifier = false;
+  std::vector<std::string> labels;  // classification: id2label in id order
+  YAML::Node model;
+  int64_t max_len = 0, segments = 0;
+};
+
+// The model: block that is this BERT, from config.json.
+ImportPlan plan_model(const json& j, const std::string& path, const std::string& task_flag) {
+  const JsonFields c{j, path};
+  ImportPlan p;
+  const std::string model_type = c.get<std::string>("model_type", "bert");
+  if (model_type != "bert") c.fail("model_type", "'" + model_type + "' is not BERT (only model_type bert imports)");
+  std::string task = task_flag;
+  if (task.empty()) {
+    const auto arch = c.get<std::vector<std::string>>("architectures", {});
+    const bool cls = std::find(arch.begin(), arch.end(), "BertForSequenceClassification") != arch.end();
+    const bool qa = std::find(arch.begin(), arch.end(), "BertForQuestionAnswering") != arch.end();
+    if (cls == qa)
+      throw UsageError(path + ": 'architectures' names neither BertForSequenceClassification nor "
+                              "BertForQuestionAnswering: choose the head with --task classification|span_qa");
+    task = cls ? "classification" : "span_qa";
+  }
+  p.classifier = task == "classification";
+  const std::string act = c.get<std::string>("hidden_act", "gelu");
+  if (act != "gelu") c.fail("hidden_act", "'" + act + "' is not supported (headroom's gelu is the erf GELU, 'gelu')");
+  const std::string pos = c.get<std::string>("position_embedding_type", "absolute");
+  if (pos != "absolute") c.fail("position_embedding_type", "'" + pos + "' is not supported (only absolute)");
+  if (c.get<bool>("is_decoder", false)) c.fail("is_decoder", "a decoder is not supported");
+
+  const int64_t d = c.positive("hidden_size"), layers = c.positive("num_hidden_layers"),
+                heads = c.positive("num_attention_heads");
+  if (d % heads != 0)
+    c.fail("num_attention_heads", std::to_string(heads) + " does not divide hidden_size " + std::to_string(d));
+  p.max_len = c.positive("max_position_embeddings");
+  p.segments = c.positive("type_vocab_size");
+  if (p.classifier) {
+    const json id2label = c.get<json>("id2label", json::object());
+    if (id2label.empty()) c.fail("id2label", "a sequence classifier needs its labels");
+    p.labels.resize(id2label.size());
+    for (const auto& [id, label] : id2label.items()) {
+      size_t i = p.labels.size();
+      if (!id.empty() && std::all_of(id.begin(), id.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+        i = std::stoul(id);
+      if (i >= p.labels.size() || !label.is_string() || !p.labels[i].empty())
+        c.fail("id2label", "expected labels with the ids 0.." + std::to_string(p.labels.size() - 1));
+      p.labels[i] = label.get<std::string>();
+    }
+  }
+
+  YAML::Node m;
+  m["type"] = p.classifier ? "encoder_classifier" : "encoder_span_qa";
+  m["d_model"] = d;
+  m["ffn_dim"] = c.positive("intermediate_size");
+  m["max_len"] = p.max_len;
+  m["segments"] = p.segments;
+  m["norm"] = "post";
+  m["layer_norm_eps"] = number(c.get<double>("layer_norm_eps", 1e-12));
+  m["dropout"] = number(c.get<double>("hidden_dropout_prob", 0.1));
+  m["attention_dropout"] = number(c.get<double>("attention_probs_dropout_prob", 0.1));
+  if (p.classifier) m["pooling"] = "cls_pooler";
+  const auto kept = kept_heads(c, layers, heads);
+  YAML::Node groups(YAML::NodeType::Sequence);
+  const bool pruned = std::any_of(kept.begin(), kept.end(), [&](const auto& k) {
+    return static_cast<int64_t>(k.size()) != heads;
+  });
+  for (int64_t l = 0; l < (pruned ? layers : 1); ++l) {
+    YAML::Node g, a;
+    a.SetStyle(YAML::EmitterStyle::Flow);
+    const auto& k = kept[static_cast<size_t>(l)];
+    a["heads"] = static_cast<int64_t>(k.size());
+    a["head_dim"] = d / heads;
+    if (static_cast<int64_t>(k.size()) != heads) {
+      if (k.empty()) a["pruned"] = true;  // allows 0 heads
+      YAML::Node orig(YAML::NodeType::Sequence);
+      orig.SetStyle(YAML::EmitterStyle::Flow);
+      for (int64_t h : k) orig.push_back(h);
+      a["original_heads"] = orig;
+    }
+    if (!pruned) g["repeat"] = layers;
+    g["attention"] = a;
+    groups.push_back(g);
+  }
+  m["layers"] = groups;
+  p.model = m;
+  return p;
+}
+
+std::string emit(const YAML::Node& n) {
+  YAML::Emitter e;
+  e << n;
+  return e.c_str();
+}
+
+}  // namespace
+
+HfBertName map_hf_bert_name(const std::string& hf_name, bool classifier) {
+  std::string n = starts_with(hf_name, "bert.") ? hf_name.substr(5) : hf_name;
+  for (const auto& [legacy, now] : {std::pair{".gamma", ".weight"}, {".beta", ".bias"}}) {
+    const std::string l = std::string("LayerNorm") + legacy;
+    if (n.size() >= l.size() && n.compare(n.size() - l.size(), l.size(), l) == 0)
+      n = n.substr(0, n.size() - std::string(legacy).size()) + now;
+  }
+  if (n == "embeddings.position_ids") return {HfBertName::buffer, ""};
+  if (starts_with(n, "cls.")) return {HfBertName::unused, ""};
+  if (starts_with(n, "pooler.") && !classifier) return {HfBertName::unused, ""};
+  for (const auto& [hf, ours] : top_names()) {
+    if (n != hf) continue;
+    const bool head_of_other_task = classifier ? starts_with(ours, "span.") : starts_with(ours, "classifier.");
+    return head_of_other_task ? HfBertName{} : HfBertName{HfBertName::parameter, ours};
+  }
+  std::string index, rest, module, suffix;
+  if (split_index(n, "encoder.layer.", index, rest) && split_suffix(rest, module, suffix))
+    for (const auto& [hf, ours] : layer_modules())
+      if (module == hf) return {HfBertName::parameter, "layers." + index + "." + ours + suffix};
+  return {};
+}
+
+std::string hf_bert_name(const std::string& headroom_name) {
+  for (const auto& [hf, ours] : top_names())
+    if (headroom_name == ours)
+      return starts_with(hf, "classifier.") || starts_with(hf, "qa_outputs.") ? hf : "bert." + hf;
+  std::string index, rest, module, suffix;
+  if (split_index(headroom_name, "layers.", index, rest) && split_suffix(rest, module, suffix))
+    for (const auto& [hf, ours] : layer_modules())
+      if (module == ours) return "bert.encoder.layer." + index + "." + hf + suffix;
+  throw Error("'" + headroom_name + "' has no name in BERT's format");
+}
+
+std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
+  const fs::path dir(a.dir);
+  const std::string config_path = (dir / "config.json").string(), weights = (dir / "model.safetensors").string(),
+                    vocab_path = (dir / "vocab.txt").string();
+  HR_CHECK(fs::exists(config_path), a.dir + ": no config.json (not a Hugging Face model directory)");
+  if (!fs::exists(weights)) {
+    const std::string bin = (dir / "pytorch_model.bin").string();
+    HR_CHECK(!fs::exists(bin),
+             a.dir + " holds pytorch_model.bin but no model.safetensors; convert it with\n  python -c \"import torch; "
+             "from safetensors.torch import save_file; save_file({k: v.clone().contiguous() for k, v in torch.load('" +
+                 bin + "', map_location='cpu').items()}, '" + weights + "', metadata={'format': 'pt'})\"");
+    throw Error(a.dir + ": no model.safetensors");
+  }
+  HR_CHECK(fs::exists(vocab_path), a.dir + ": no vocab.txt (headroom imports BERT's WordPiece tokenizer)");
+  if (fs::exists(a.out_dir + "/config.yaml")) throw UsageError(a.out_dir + " already holds a run; choose another --out");
+
+  const ImportPlan plan = plan_model(read_json(config_path), config_path, a.task);
+  bool lower_case = true;
+  if (const std::string tc = (dir / "tokenizer_config.json").string(); fs::exists(tc))
+    lower_case = JsonFields{read_json(tc), tc}.get<bool>("do_lower_case", true);
+  const Vocab vocab = Vocab::load(vocab_path);
+
+  ModelDims dims;
+  dims.vocab_size = vocab.size();
+  dims.num_labels = static_cast<int64_t>(plan.labels.size());
+  dims.segments = plan.segments;
+  std::unique_ptr<EncoderModel> model = build_model(Config::parse(emit(plan.model), config_path), dims);
+
+  // every tensor of the file names a parameter, a buffer or an unused pretraining part; nothing else
+  const SafeTensorsFile f = read_safetensors(weights);
+  std::vector<std::string> notes;
+  if (const std::string n = checksum_note(weights, f); !n.empty()) notes.push_back(n);
+  std::map<std::string, std::string> source;  // headroom name -> tensor name in the file
+  std::vector<std::string> unused;
+  for (const auto& [name, t] : f.tensors) {
+    const HfBertName m = map_hf_bert_name(name, plan.classifier);
+    if (m.kind == HfBertName::unused) unused.push_back(name);
+    if (m.kind != HfBertName::parameter && m.kind != HfBertName::unknown) continue;
+    HR_CHECK(m.kind == HfBertName::parameter,
+             weights + ": unexpected tensor '" + name + "' (not a parameter of BERT's encoder or of the " +
+                 (plan.classifier ? "sequence classification" : "span QA") + " head)");
+    const auto [it, fresh] = source.emplace(m.name, name);
+    HR_CHECK(fresh, weights + ": '" + name + "' and '" + it->second + "' are the same parameter");
+  }
+  if (!unused.empty())
+    notes.push_back(weights + ": " + std::to_string(unused.size()) + " tensors not used by this model (" +
+                    unused.front() + (unused.size() > 1 ? ", ..." : "") + ")");
+
+  const std::string head = model->head().name();
+  std::vector<std::string> initialised;
+  for (auto& [name, param] : model->named_parameters()) {
+    auto it = source.find(name);
+    if (it == source.end()) {
+      HR_CHECK(starts_with(name, head + "."), weights + ": tensor '" + hf_bert_name(name) + "' is missing");
+      initialised.push_back(hf_bert_name(name));
+      continue;
+    }
+    const SafeTensor& t = f.tensors.at(it->second);
+    HR_CHECK(t.shape == param.shape(), weights + ": '" + it->second + "' has shape " + shape_str(t.shape) + ", " +
+                                           config_path + " makes it " + shape_str(param.shape()));
+    param.copy_from(Tensor::from_vector(to_f32(t), param.shape(), Device::CPU));
+    source.erase(it);
+  }
+  for (const auto& [ours, name] : source)  // mapped, but no such parameter: e.g. a layer beyond num_hidden_layers
+    throw Error(weights + ": unexpected tensor '" + name + "' (" + config_path + " has no place for it)");
+  if (!initialised.empty()) {
+    std::string list;
+    for (const auto& n : initialised) list += (list.empty() ? "" : ", ") + n;
+    notes.push_back(weights + " has no " + (plan.classifier ? "sequence classification" : "span QA") +
+                    " head: initialised (" + list + ")");
+  }
+
+  YAML::Node root;
+  root["model"] = plan.model;
+  root["tokenizer"]["vocab"] = (fs::path(a.out_dir) / "vocab.txt").string();
+  root["tokenizer"]["lower_case"] = lower_case;
+  root["data"]["task"] = plan.classifier ? "classification" : "squad";
+  root["data"]["format"] = plan.classifier ? "jsonl" : "squad";
+  // the question may take half the window (a checkpoint with a short max_len still fits a question and context)
+  if (!plan.classifier) root["data"]["max_query_len"] = std::min<int64_t>(64, plan.max_len / 2);
+  root["train"]["lr"] = number(3e-5);  // BERT's usual fine-tuning
+  root["train"]["epochs"] = 2;
+  root["train"]["batch_size"] = 32;
+  root["train"]["warmup"] = number(0.1);
+
+  fs::create_directories(a.out_dir);
+  write_file_atomically(a.out_dir + "/config.yaml", [&](std::ostream& o) { o << emit(root) << "\n"; });
+  vocab.save(a.out_dir + "/vocab.txt");
+  if (plan.classifier)
+    write_file_atomically(a.out_dir + "/labels.txt", [&](std::ostream& o) {
+      for (const auto& l : plan.labels) o << l << "\n";
+    });
+  for (const char* which : {"best", "last"})
+    save_checkpoint(a.out_dir + "/checkpoint-" + which + ".safetensors", *model, nullptr, TrainState{});
+  return notes;
+}
+
+namespace {
+
+// The BERT attention of layer i: the layer's attention, or an error naming what BERT cannot express.
+const MultiHeadAttention& bert_attention(const EncoderModel& model, size_t i, const std::string& run) {
+  const auto* layer = dynamic_cast<const EncoderLayer*>(&model.layer(i));
+  HR_CHECK(layer, run + ": layer " + std::to_string(i) + " is not an encoder layer: BERT has no such layer");
+  const AttentionOptions& o = layer->attn.options();
+  const std::string where = run + ": layer " + std::to_string(i) + " has ";
+  HR_CHECK(!o.talking_heads, where + "talking heads, which BERT does not have");
+  HR_CHECK(!o.cross_layer, where + "cross-layer attention logits, which BERT does not have");
+  HR_CHECK(!o.gates, where + "L0 gates not yet pruned (headroom prune folds them into the weights first)");
+  return layer->attn;
+}
+
+}  // namespace
+
+void export_hf_bert(const HfExportArgs& a) {
+  if (fs::exists(a.out_dir + "/config.json")) throw UsageError(a.out_dir + " already holds a config.json; choose another --out");
+  LoadedRun run = load_run(a.run_dir, a.which, /*load_data=*/false);
+  const EncoderModel& model = *run.model;
+  const std::string& r = a.run_dir;
+  const YAML::Node m = YAML::Load(run.config.root.child("model").dump());
+  const bool classifier = model.type() == "encoder_classifier";
+  HR_CHECK(classifier || model.type() == "encoder_span_qa",
+           r + ": model.type " + model.type() + " has no BERT head (encoder_classifier or encoder_span_qa)");
+  HR_CHECK((m["norm"] ? m["norm"].as<std::string>() : "pre") == "post", r + ": a pre-LN model is not BERT (norm: post)");
+  HR_CHECK(!classifier || (m["pooling"] && m["pooling"].as<std::string>() == "cls_pooler"),
+           r + ": BERT's sequence classifier needs the pooler (pooling: cls_pooler)");
+  HR_CHECK(model.segments() > 0, r + ": the model has no segment embeddings, which BERT has (model.segments)");
+
+  // BERT numbers heads by the unpruned layer of d_model / head_dim heads; pruned_heads lists the removed ones
+  const int64_t D = model.d_model(), Dh = bert_attention(model, 0, r).head_dim();
+  HR_CHECK(D % Dh == 0, r + ": head_dim " + std::to_string(Dh) + " does not divide d_model " + std::to_string(D) +
+                            ": BERT's head size is hidden / heads");
+  const int64_t N = D / Dh, ffn = dynamic_cast<const EncoderLayer&>(model.layer(0)).ffn.in.weight.dim(0);
+  json pruned = json::object();
+  for (size_t i = 0; i < model.num_layers(); ++i) {
+    const MultiHeadAttention& attn = bert_attention(model, i, r);
+    const std::string where = r + ": layer " + std::to_string(i) + " ";
+    HR_CHECK(attn.head_dim() == Dh, where + "has head_dim " + std::to_string(attn.head_dim()) + " and layer 0 " +
+                                        std::to_string(Dh) + ": BERT's head size is hidden / heads in every layer");
+    HR_CHECK(dynamic_cast<const EncoderLayer&>(model.layer(i)).ffn.in.weight.dim(0) == ffn,
+             where + "has another ffn_dim than layer 0: BERT has one intermediate_size");
+    HR_CHECK(attn.num_heads() > 0, where + "has no heads left, which transformers cannot load (all heads pruned)");
+    const std::vector<int64_t>& kept = attn.options().original_heads;
+    if (kept.empty()) {
+      HR_CHECK(attn.num_heads() == N, where + "has " + std::to_string(attn.num_heads()) + " heads of " +
+                                          std::to_string(Dh) + ", and hidden / head_dim = " + std::to_string(N) +
+                                          ": BERT's head size is hidden / heads (attention.original_heads would "
+                                          "say which heads were pruned)");
+      continue;
+    }
+    HR_CHECK(kept.back() < N, where + "names original head " + std::to_string(kept.back()) + " of " +
+                                  std::to_string(N));
+    json removed = json::array();
+    for (int64_t h = 0; h < N; ++h)
+      if (!std::binary_search(kept.begin(), kept.end(), h)) removed.push_back(h);
+    if (!removed.empty()) pruned[std::to_string(i)] = removed;
+  }
+
+  json c = {{"architectures", {classifier ? "BertForSequenceClassification" : "BertForQuestionAnswering"}},
+            {"model_type", "bert"},
+            {"vocab_size", run.tokenizer->vocab().size()},
+            {"hidden_size", D},
+            {"num_hidden_layers", model.num_layers()},
+            {"num_attention_heads", N},
+            {"intermediate_size", ffn},
+            {"hidden_act", "gelu"},
+            {"hidden_dropout_prob", m["dropout"] ? m["dropout"].as<double>() : 0.1},
+            {"attention_probs_dropout_prob",
+             m["attention_dropout"] ? m["attention_dropout"].as<double>() : m["dropout"] ? m["dropout"].as<double>() : 0.1},
+            {"max_position_embeddings", model.max_len()},
+            {"type_vocab_size", model.segments()},
+            {"initializer_range", 0.02},
+            {"layer_norm_eps", m["layer_norm_eps"] ? m["layer_norm_eps"].as<double>() : 1e-5},
+            {"pad_token_id", run.tokenizer->vocab().pad_id()},
+            {"position_embedding_type", "absolute"},
+            {"torch_dtype", "float32"}};
+  if (!pruned.empty()) c["pruned_heads"] = pruned;
+  if (classifier) {
+    const auto& labels = dynamic_cast<const ClassificationTask&>(*run.task).labels().labels();
+    for (size_t i = 0; i < labels.size(); ++i) {
+      c["id2label"][std::to_string(i)] = labels[i];
+      c["label2id"][labels[i]] = i;
+    }
+  }
+
+  SafeTensorsFile f;
+  f.metadata["format"] = "pt";  // transformers loads safetensors files that say they hold PyTorch tensors
+  for (const auto& [name, t] : model.named_parameters()) {
+    const std::vector<float> v = t.to_vector();
+    f.tensors[hf_bert_name(name)] = from_f32(t.shape(), v.data());
+  }
+  fs::create_directories(a.out_dir);
+  write_safetensors(a.out_dir + "/model.safetensors", f);
+  run.tokenizer->vocab().save(a.out_dir + "/vocab.txt");
+  const json tok = {{"do_lower_case", run.config.tokenizer.lower_case},
+                    {"model_max_length", model.max_len()},
+                    {"tokenizer_class", "BertTokenizer"}};
+  write_file_atomically(a.out_dir + "/tokenizer_config.json", [&](std::ostream& o) { o << tok.dump(2) << "\n"; });
+  write_file_atomically(a.out_dir + "/config.json", [&](std::ostream& o) { o << c.dump(2) << "\n"; });
+}
+
+}  // namespace hr
