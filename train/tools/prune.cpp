@@ -7,6 +7,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "framework/atomic_file.h"
 #include "kernels/base/error.h"
 #include "train/run/checkpoint.h"
 #include "train/run/trainer.h"
@@ -18,9 +19,7 @@ namespace hr {
 namespace {
 
 void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  f << text;
-  HR_CHECK(f.good(), "cannot write " + path);
+  write_file_atomically(path, [&](std::ostream& f) { f << text; });
 }
 
 }  // namespace
@@ -45,9 +44,8 @@ int prune_command(const PruneArgs& args) {
   emit << root;
   fs::create_directories(out_dir);
   write_text(out_dir + "/config.yaml", std::string(emit.c_str()) + "\n");
-  for (const char* f : {"vocab.txt", "labels.txt"})
-    if (fs::exists(args.run_dir + "/" + f))
-      fs::copy_file(args.run_dir + "/" + f, out_dir + "/" + f, fs::copy_options::overwrite_existing);
+  fs::copy_file(args.run_dir + "/vocab.txt", out_dir + "/vocab.txt", fs::copy_options::overwrite_existing);
+  run.task->save(out_dir);  // the task's own files (labels.txt, a custom task's), not a list of names
   save_checkpoint(out_dir + "/checkpoint-best.safetensors", *pruned.model, nullptr, TrainState{});
 
   nlohmann::json layers = nlohmann::json::array();
