@@ -11,6 +11,7 @@
 #include "train/data/classification_data.h"
 #include "train/run/trainer.h"
 #include "train/tasks/classification_task.h"
+#include "train/tasks/qa_task.h"
 
 using namespace hr;
 using namespace hr::testing;
@@ -156,6 +157,43 @@ TEST_CASE("data.text_field: a name or a list of two; max_seq_len fits in model.m
   CHECK(error(data + "  text_field: [a, b]\nmodel:\n  max_len: 4\n") ==
         "run.yaml:7: model.max_len: must be at least 5 to hold [CLS], two [SEP] and a token of each text of a pair");
   CHECK(error(data + "  max_seq_len: 64\nmodel:\n  max_len: 512\n").empty());
+}
+
+TEST_CASE("data.max_seq_len makes rows (QA: windows) shorter than model.max_len") {
+  TempDir d;
+  write_file(d / "pairs.jsonl",
+             "{\"premise\": \"the cat sat on the mat.\", \"hypothesis\": \"a dog sat.\", \"label\": \"x\"}\n");
+  DataOptions o;
+  o.format = "jsonl";
+  o.train_path = d / "pairs.jsonl";
+  o.text_field = "premise";
+  o.pair_field = "hypothesis";
+  o.max_seq_len = 10;
+  ClassificationTask cls(o, std::nullopt);
+  cls.encode(uncased(), 512);
+  CHECK(cls.num_train() == 1);
+  CHECK(cls.train_length(0) == 10);  // the hand-worked row above
+  CHECK(cls.dims().segments == 2);
+  o.max_seq_len = 600;
+  ClassificationTask too_long(o, std::nullopt);
+  CHECK_THROWS_WITH(too_long.encode(uncased(), 512), "data.max_seq_len 600 is longer than model.max_len 512");
+
+  DataOptions q;
+  q.task = "squad";
+  q.format = "squad";
+  q.train_path = data_file("squad_v1.1/dev-v1.1.part1of2.json");
+  q.max_query_len = 16;
+  q.doc_stride = 32;
+  int64_t longest[2] = {0, 0};
+  for (const int64_t max_seq_len : {0, 64}) {
+    q.max_seq_len = max_seq_len;
+    QaTask qa(q);
+    qa.encode(uncased(), 128);
+    for (int64_t r = 0; r < qa.num_train(); ++r)
+      longest[max_seq_len > 0] = std::max(longest[max_seq_len > 0], qa.train_length(r));
+  }
+  CHECK(longest[0] == 128);
+  CHECK(longest[1] == 64);
 }
 
 namespace {
