@@ -6,8 +6,10 @@
 #include <string>
 
 #include "framework/config.h"
+#include "models/encoder_model.h"
 #include "tests/repo_files.h"
 #include "train/run/run_config.h"
+#include "train/tools/hf_bert.h"
 
 using namespace hr;
 
@@ -86,4 +88,37 @@ TEST_CASE("a renamed key reports the missing key and the unknown one next to it,
   }
   CHECK(message ==
         "run.yaml:1: data: missing required key 'train_path'; unknown key 'train_file' (line 3) may be meant for it");
+}
+
+TEST_CASE("configs/bert-base-mnli.yaml and bert-base-squad.yaml: every key read, BERT-base with BERT's names") {
+  for (const std::string name : {"bert-base-mnli.yaml", "bert-base-squad.yaml"}) {
+    CAPTURE(name);
+    // the MNLI and SQuAD training files are the user's: not checked here
+    const RunConfig rc = load_run_config(hr::testing::repo_path("configs/" + name), {}, /*check_files=*/false);
+    const bool mnli = name == "bert-base-mnli.yaml";
+    // a small vocabulary keeps the test light; bert-base-uncased's 30522 only widens the embedding
+    const auto model = build_model(rc.root.child("model"), {1000, mnli ? 3 : 0, 2});
+    rc.root.check_all_read();  // no key that nobody reads
+    CHECK(model->d_model() == 768);
+    CHECK(model->num_layers() == 12);
+    CHECK(model->max_len() == 512);  // the pretrained positions load; rows are shorter
+    CHECK(model->segments() == 2);
+    // every parameter has its name in BERT's checkpoints, so train.init_from an imported bert-base-uncased fits
+    for (const auto& [param, t] : model->named_parameters()) CHECK_NOTHROW(hf_bert_name(param));
+    CHECK(rc.train.lr == doctest::Approx(3e-5));
+    CHECK(rc.train.batch_size == 32);
+    CHECK(rc.train.warmup == doctest::Approx(0.1));
+    CHECK(rc.train.schedule == "linear");
+    CHECK(rc.train.device == Device::CUDA);
+    if (mnli) {
+      CHECK(rc.data.text_field == "premise");
+      CHECK(rc.data.pair_field == "hypothesis");
+      CHECK(rc.data.max_seq_len == 128);
+      CHECK(rc.train.epochs == 3);
+    } else {
+      CHECK(rc.data.max_seq_len == 384);
+      CHECK(rc.data.doc_stride == 128);
+      CHECK(rc.train.epochs == 2);
+    }
+  }
 }

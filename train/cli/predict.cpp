@@ -1,5 +1,6 @@
 // headroom predict --run RUN: one JSON answer a line for requests given as flags or as JSONL on stdin. The task says
-// which text fields a request has ({"text"} for classification, {"question", "context"} for span QA).
+// which text fields a request has ({"text"} for classification, {"question", "context"} for span QA, the two field
+// names of data.text_field for sentence-pair classification, which reads JSONL only).
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -85,9 +86,12 @@ int predict_command(const PredictArgs& a) {
     if (++batched == run.config.train.batch_size) flush();
   }
   flush();
-  if (answered + bad == 0)
-    throw UsageError("predict: no input: give " + std::string(fields.size() == 1 ? "--text" : "--question and --context") +
-                     ", or JSONL lines {" + wanted + "} on stdin");
+  if (answered + bad == 0) {
+    const std::string flags = fields == std::vector<std::string>{"text"}                ? "--text, or "
+                              : fields == std::vector<std::string>{"question", "context"} ? "--question and --context, or "
+                                                                                          : "";  // e.g. a sentence pair
+    throw UsageError("predict: no input: give " + flags + "JSONL lines {" + wanted + "} on stdin");
+  }
   return bad > 0 ? 1 : 0;
 }
 

@@ -22,7 +22,9 @@ const char* json_type(const json& value) { return value.type_name(); }
 // The checks every format shares; reports the first failing one and says whether the example is kept.
 bool accept_example(const TextExample& example, const ClassificationDataOptions& options, LoadResult& result) {
   std::string problem;
-  if (example.input_ids.empty() && is_blank(example.text)) {
+  if (!options.pair_field.empty() && (is_blank(example.text) || is_blank(example.text_pair))) {
+    problem = "empty '" + (is_blank(example.text) ? options.text_field : options.pair_field) + "'";
+  } else if (example.input_ids.empty() && is_blank(example.text)) {
     problem = "empty text";
   } else if (example.label.empty()) {
     problem = "empty label";
@@ -69,6 +71,7 @@ void load_clinc150_split(const LocatedJson& doc, const std::string& split, const
 }
 
 void load_clinc150(const ClassificationDataOptions& options, LoadResult& result) {
+  if (!options.pair_field.empty()) throw ConfigError("data: the clinc150 format holds single texts, not sentence pairs");
   const LocatedJson doc = LocatedJson::parse_file(options.path);
   load_clinc150_split(doc, options.split, options, result);
   if (options.include_oos) load_clinc150_split(doc, "oos_" + options.split, options, result);
@@ -78,8 +81,10 @@ void load_delimited(const ClassificationDataOptions& options, char delimiter, Lo
   std::string text = read_data_file(options.path);
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // UTF-8 byte order mark
   const std::vector<DelimitedRecord> records = read_delimited_records(text, delimiter);
-  HR_CHECK(!records.empty(), options.path + ": empty file (expected a header row naming the columns '" +
-                                 options.text_field + "' and '" + options.label_field + "')");
+  std::string wanted = "'" + options.text_field + "', ";
+  if (!options.pair_field.empty()) wanted += "'" + options.pair_field + "', ";
+  wanted += "'" + options.label_field + "'";
+  HR_CHECK(!records.empty(), options.path + ": empty file (expected a header row naming the columns " + wanted + ")");
   const DelimitedRecord& header = records.front();
   const std::string header_where = options.path + ":" + std::to_string(header.line);
   HR_CHECK(header.error.empty(), header_where + ": malformed header: " + header.error);
@@ -91,9 +96,11 @@ void load_delimited(const ClassificationDataOptions& options, char delimiter, Lo
     for (const std::string& field : header.fields) {
       names += (names.empty() ? "'" : ", '") + (is_valid_utf8(field) ? field : "<invalid UTF-8>") + "'";
     }
-    throw Error(header_where + ": the header has no column '" + name + "' (it has " + names + ")");
+    // the config names a column the file lacks: fixed in data.text_field / label_field, so a config error (exit 2)
+    throw ConfigError(header_where + ": the header has no column '" + name + "' (it has " + names + ")");
   };
   const size_t text_column = column(options.text_field);
+  const size_t pair_column = options.pair_field.empty() ? 0 : column(options.pair_field);
   const size_t label_column = column(options.label_field);
 
   for (size_t r = 1; r < records.size(); ++r) {
@@ -113,14 +120,14 @@ void load_delimited(const ClassificationDataOptions& options, char delimiter, Lo
       continue;
     }
     example.text = record.fields[text_column];
+    if (!options.pair_field.empty()) example.text_pair = record.fields[pair_column];
     example.label = record.fields[label_column];
     if (accept_example(example, options, result)) result.examples.push_back(std::move(example));
   }
 }
 
-// Fills example from one JSONL object; returns what is wrong with it, or "" when it is usable.
-std::string read_jsonl_object(const json& row, const ClassificationDataOptions& options, TextExample& example) {
-  if (!row.is_object()) return std::string("expected a JSON object, got ") + json_type(row);
+// The single text of a JSONL object: `text_field`, or pre-tokenised "input_ids".
+std::string read_jsonl_text(const json& row, const ClassificationDataOptions& options, TextExample& example) {
   const bool has_text = row.contains(options.text_field);
   const bool has_ids = row.contains("input_ids");
   if (has_text == has_ids) {
@@ -144,6 +151,10 @@ std::string read_jsonl_object(const json& row, const ClassificationDataOptions& 
       example.input_ids.push_back(static_cast<int32_t>(id.get<uint64_t>()));
     }
   }
+  return "";
+}
+
+std::string read_jsonl_label(const json& row, const ClassificationDataOptions& options, TextExample& example) {
   if (!row.contains(options.label_field)) return "missing field '" + options.label_field + "'";
   const json& label = row.at(options.label_field);
   if (label.is_string()) {
@@ -154,6 +165,23 @@ std::string read_jsonl_object(const json& row, const ClassificationDataOptions& 
     return "'" + options.label_field + "' must be a string or an integer, got " + json_type(label);
   }
   return "";
+}
+
+// Fills example from one JSONL object; returns what is wrong with it, or "" when it is usable.
+std::string read_jsonl_object(const json& row, const ClassificationDataOptions& options, TextExample& example) {
+  if (!row.is_object()) return std::string("expected a JSON object, got ") + json_type(row);
+  if (!options.pair_field.empty()) {  // a sentence pair: both texts, as strings (pre-tokenised pairs are not read)
+    for (const std::string* field : {&options.text_field, &options.pair_field}) {
+      if (!row.contains(*field)) return "missing field '" + *field + "'";
+      const json& text = row.at(*field);
+      if (!text.is_string()) return "'" + *field + "' must be a string, got " + json_type(text);
+    }
+    example.text = row.at(options.text_field).get<std::string>();
+    example.text_pair = row.at(options.pair_field).get<std::string>();
+  } else if (const std::string problem = read_jsonl_text(row, options, example); !problem.empty()) {
+    return problem;
+  }
+  return read_jsonl_label(row, options, example);
 }
 
 void load_jsonl(const ClassificationDataOptions& options, LoadResult& result) {

@@ -1,5 +1,6 @@
-// Loaders for text classification data (intent detection): CLINC150's JSON, CSV, TSV and JSON Lines. They return raw
-// text (or pre-tokenised ids) with string labels; tokenisation and label ids happen later (see LabelSet).
+// Loaders for text classification data (intent detection, sentence pairs as in MNLI): CLINC150's JSON, CSV, TSV and
+// JSON Lines. They return raw text (or pre-tokenised ids) with string labels; tokenisation and label ids happen later
+// (see LabelSet).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@ namespace hr {
 
 struct TextExample {
   std::string text;                // empty when the row gave input_ids instead
+  std::string text_pair;           // sentence pairs: the second text (segment 1); empty for single texts
   std::vector<int32_t> input_ids;  // pre-tokenised ids (JSONL "input_ids"); empty when the row gave text
   std::string label;               // integer labels are kept as their decimal string
   std::string source;              // "file:line", plus the JSON path for CLINC150: "data_full.json:12407 (train[0])"
@@ -29,6 +31,8 @@ struct ClassificationDataOptions {
   std::string split = "train";        // clinc150: the top-level key to read (train, val, test)
   bool include_oos = false;           // clinc150: also read "oos_<split>" (label "oos")
   std::string text_field = "text";    // csv/tsv: header column; jsonl: key (its alternative key is "input_ids")
+  std::string pair_field;             // sentence pairs: the second text's column or key; empty: single texts. Pairs
+                                      // need both texts (no input_ids) and are not read from clinc150
   std::string label_field = "label";  // csv/tsv: header column; jsonl: key (string or integer)
   OnError on_error = OnError::skip;
   std::optional<LabelSet> known_labels;  // for eval data: a row whose label is not in it is an issue

@@ -30,6 +30,22 @@ TokenizerOptions read_tokenizer(const Config& root, bool check_files) {
   return t;
 }
 
+// data.text_field: one field name, or a list of two for sentence pairs.
+void read_text_fields(const Config& c, DataOptions& d) {
+  if (!c.has("text_field")) return;
+  try {
+    d.text_field = c.get<std::string>("text_field");
+    return;
+  } catch (const ConfigError&) {  // not a scalar: a list of two, or the list's own error
+  }
+  const auto fields = c.get<std::vector<std::string>>("text_field");
+  if (fields.size() != 2 || fields[0].empty() || fields[1].empty() || fields[0] == fields[1])
+    c.fail("text_field", "must be one field name or a list of two different ones (a sentence pair, e.g. "
+                         "[premise, hypothesis]), got a list of " + std::to_string(fields.size()));
+  d.text_field = fields[0];
+  d.pair_field = fields[1];
+}
+
 DataOptions read_data(const Config& root, bool check_files) {
   DataOptions d;
   if (!root.has("data")) return d;  // bench and info need no data
@@ -55,9 +71,12 @@ DataOptions read_data(const Config& root, bool check_files) {
       if (check_files && !p.empty() && !std::filesystem::exists(p)) c.fail(key, "no such file '" + p + "'");
   }
   if (d.task == "classification" && d.format != "clinc150") {
-    d.text_field = c.get<std::string>("text_field", d.text_field);
+    read_text_fields(c, d);
     d.label_field = c.get<std::string>("label_field", d.label_field);
   }
+  if (d.task == "classification" || d.task == "squad")
+    d.max_seq_len = at_most(c, "max_seq_len", c.get<int64_t>("max_seq_len", 0), kMaxTokens);
+  if (d.max_seq_len < 0) c.fail("max_seq_len", "must be >= 0 (0: model.max_len)");
   if (d.task == "squad") {
     d.doc_stride = at_most(c, "doc_stride", c.get_positive("doc_stride", d.doc_stride), kMaxTokens);
     d.max_query_len = at_most(c, "max_query_len", c.get_positive("max_query_len", d.max_query_len), kMaxTokens);
@@ -121,10 +140,21 @@ void check_model(const Config& root, const DataOptions& data) {
     m.fail("layer_norm_eps", "must be > 0");
   if (!m.has("max_len")) return;
   const int64_t max_len = m.get_positive("max_len");
-  if (data.task == "squad" && max_len < data.max_query_len + 4)
-    m.fail("max_len", "must be at least data.max_query_len + 4 = " + std::to_string(data.max_query_len + 4) +
-                          " to hold [CLS], a question of max_query_len tokens, two [SEP] and any context");
-  if (max_len < 3) m.fail("max_len", "must be at least 3 to hold [CLS], [SEP] and any text");
+  if (data.max_seq_len > max_len)
+    root.child("data").fail("max_seq_len", "is " + std::to_string(data.max_seq_len) + ", longer than model.max_len " +
+                                               std::to_string(max_len) + " (the positions the model has)");
+  // the row length the task will use, named by the key that sets it
+  const int64_t row_len = data.max_seq_len > 0 ? data.max_seq_len : max_len;
+  const auto fail = [&](const std::string& what) {
+    if (data.max_seq_len > 0) root.child("data").fail("max_seq_len", what);
+    m.fail("max_len", what);
+  };
+  if (data.task == "squad" && row_len < data.max_query_len + 4)
+    fail("must be at least data.max_query_len + 4 = " + std::to_string(data.max_query_len + 4) +
+         " to hold [CLS], a question of max_query_len tokens, two [SEP] and any context");
+  if (!data.pair_field.empty() && row_len < 5)
+    fail("must be at least 5 to hold [CLS], two [SEP] and a token of each text of a pair");
+  if (row_len < 3) fail("must be at least 3 to hold [CLS], [SEP] and any text");
 }
 
 }  // namespace

@@ -27,7 +27,12 @@ struct DataOptions {
   std::string train_split = "train", eval_split = "val", test_split = "test";
   bool include_oos = false;
   std::string train_path, eval_path, test_path;
-  std::string text_field = "text", label_field = "label";
+  // classification: `text_field: name`, or `text_field: [first, second]` for sentence pairs (MNLI's premise and
+  // hypothesis: [CLS] first [SEP] second [SEP], segments 0 and 1); pair_field is then the second, else empty
+  std::string text_field = "text", pair_field, label_field = "label";
+  // classification and squad: tokens of a row (squad: of a window), specials included; 0: model.max_len. Lets a
+  // pretrained model keep its 512 positions and still train on 128-token rows.
+  int64_t max_seq_len = 0;
   std::string on_error = "skip";        // skip | fail
   // squad: windowing
   int64_t doc_stride = 128, max_query_len = 64, max_answer_len = 30;

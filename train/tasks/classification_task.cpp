@@ -28,6 +28,25 @@ std::vector<int32_t> encode_text_row(const Tokenizer& tok, const TextExample& ex
   return row;
 }
 
+PairRow encode_pair_row(const Tokenizer& tok, const TextExample& ex, int64_t max_len) {
+  const Vocab& v = tok.vocab();
+  const std::vector<int32_t> a = tok.encode(ex.text).ids, b = tok.encode(ex.text_pair).ids;
+  // longest first, one token at a time: the result of transformers' slow-tokenizer loop, whose tie cuts the second
+  size_t keep_a = a.size(), keep_b = b.size();
+  const size_t budget = static_cast<size_t>(std::max<int64_t>(0, max_len - 3));  // [CLS], two [SEP]
+  while (keep_a + keep_b > budget) (keep_a > keep_b ? keep_a : keep_b) -= 1;
+  PairRow row;
+  row.ids.reserve(keep_a + keep_b + 3);
+  row.ids.push_back(v.cls_id());
+  row.ids.insert(row.ids.end(), a.begin(), a.begin() + static_cast<std::ptrdiff_t>(keep_a));
+  row.ids.push_back(v.sep_id());
+  row.segments.assign(row.ids.size(), 0);
+  row.ids.insert(row.ids.end(), b.begin(), b.begin() + static_cast<std::ptrdiff_t>(keep_b));
+  row.ids.push_back(v.sep_id());
+  row.segments.resize(row.ids.size(), 1);
+  return row;
+}
+
 std::map<std::string, double> classification_metrics(const std::vector<int32_t>& gold, const std::vector<int32_t>& pred,
                                                      int32_t num_labels, int32_t oos_label) {
   std::vector<int64_t> tp(static_cast<size_t>(num_labels)), fp(tp.size()), fn(tp.size());
@@ -72,6 +91,7 @@ std::vector<TextExample> ClassificationTask::load(const DataOptions& d, const st
   o.format = parse_data_format(d.format);
   o.on_error = parse_on_error(d.on_error);
   o.text_field = d.text_field;
+  o.pair_field = d.pair_field;
   o.label_field = d.label_field;
   o.include_oos = d.include_oos;
   o.known_labels = known;
@@ -95,12 +115,12 @@ ClassificationTask::ClassificationTask(const DataOptions& data, std::optional<La
     return;
   }
   if (data.format == "clinc150" || !data.train_path.empty()) {
-    train_examples_ = load(data, "train", labels);
-    HR_CHECK(!train_examples_.empty(), "no training examples were loaded");
+    train_.examples = load(data, "train", labels);
+    HR_CHECK(!train_.examples.empty(), "no training examples were loaded");
   }
-  HR_CHECK(labels || !train_examples_.empty(), "classification: without data.train_path, the labels must come from the "
+  HR_CHECK(labels || !train_.examples.empty(), "classification: without data.train_path, the labels must come from the "
                                                "run's labels.txt");
-  labels_ = labels ? *labels : LabelSet::from_examples(train_examples_);
+  labels_ = labels ? *labels : LabelSet::from_examples(train_.examples);
   for (const char* split : {"eval", "test"}) {
     const bool present = data.format == "clinc150" || !(split == std::string("eval") ? data.eval_path : data.test_path).empty();
     if (!present) continue;
@@ -111,30 +131,45 @@ ClassificationTask::ClassificationTask(const DataOptions& data, std::optional<La
 
 std::vector<std::string> ClassificationTask::training_texts() const {
   std::vector<std::string> t;
-  for (const auto& e : train_examples_) t.push_back(e.text);
+  for (const auto& e : train_.examples) {
+    t.push_back(e.text);
+    if (pairs()) t.push_back(e.text_pair);
+  }
   return t;
 }
 
-void ClassificationTask::encode(const Tokenizer& tok, int64_t max_len) {
-  tok_ = &tok;
-  max_len_ = max_len;
-  train_ids_.clear();
-  train_labels_.clear();
-  for (const auto& e : train_examples_) {
-    train_ids_.push_back(encode_text_row(tok, e, max_len));
-    train_labels_.push_back(labels_.id(e.label));
-  }
-  for (auto& [name, s] : eval_splits_) {
-    s.ids.clear();
-    s.labels.clear();
-    for (const auto& e : s.examples) {
-      s.ids.push_back(encode_text_row(tok, e, max_len));
-      s.labels.push_back(labels_.id(e.label));
+void ClassificationTask::encode_split(Split& s) const {
+  s.ids.clear();
+  s.segments.clear();
+  s.labels.clear();
+  for (const auto& e : s.examples) {
+    if (pairs()) {
+      PairRow row = encode_pair_row(*tok_, e, max_len_);
+      s.ids.push_back(std::move(row.ids));
+      s.segments.push_back(std::move(row.segments));
+    } else {
+      s.ids.push_back(encode_text_row(*tok_, e, max_len_));
     }
+    s.labels.push_back(labels_.id(e.label));
   }
 }
 
-ModelDims ClassificationTask::dims() const { return {0, labels_.size(), 0}; }
+void ClassificationTask::encode(const Tokenizer& tok, int64_t max_len) {
+  HR_CHECK(data_.max_seq_len <= max_len, "data.max_seq_len " + std::to_string(data_.max_seq_len) +
+                                             " is longer than model.max_len " + std::to_string(max_len));
+  tok_ = &tok;
+  max_len_ = data_.max_seq_len > 0 ? data_.max_seq_len : max_len;
+  encode_split(train_);
+  for (auto& [name, s] : eval_splits_) encode_split(s);
+}
+
+// a pair's second text is segment 1, so pairs need segment embeddings (an imported BERT has them either way)
+ModelDims ClassificationTask::dims() const { return {0, labels_.size(), pairs() ? 2 : 0}; }
+
+std::vector<std::string> ClassificationTask::input_fields() const {
+  if (pairs()) return {data_.text_field, data_.pair_field};
+  return {"text"};
+}
 
 void ClassificationTask::save(const std::string& run_dir) const {
   std::string text;
@@ -154,18 +189,24 @@ std::unique_ptr<Task> make_classification_task(const TaskContext& ctx) {
   return std::make_unique<ClassificationTask>(ctx.config.data, std::move(labels), ctx.load_data);
 }
 
-Batch ClassificationTask::make_batch(const std::vector<int64_t>& rows, Device d) const {
-  std::vector<std::vector<int32_t>> ids;
+Batch ClassificationTask::batch_of(const Split& s, const std::vector<int64_t>& rows, Device d) const {
+  std::vector<std::vector<int32_t>> ids, segments;
   std::vector<int32_t> labels;
   Batch b;
   for (int64_t r : rows) {
-    ids.push_back(train_ids_[static_cast<size_t>(r)]);
-    labels.push_back(train_labels_[static_cast<size_t>(r)]);
+    const size_t i = static_cast<size_t>(r);
+    ids.push_back(s.ids[i]);
+    if (pairs()) segments.push_back(s.segments[i]);
+    labels.push_back(s.labels[i]);
     b.tokens += static_cast<int64_t>(ids.back().size());
   }
-  b.input = make_encoder_input(ids, tok_->vocab().pad_id(), d);
+  b.input = make_encoder_input(ids, tok_->vocab().pad_id(), d, pairs() ? &segments : nullptr);
   b.labels = Tensor::from_ids(labels, {static_cast<int64_t>(labels.size())}, d);
   return b;
+}
+
+Batch ClassificationTask::make_batch(const std::vector<int64_t>& rows, Device d) const {
+  return batch_of(train_, rows, d);
 }
 
 Tensor ClassificationTask::loss(EncoderModel& model, const Batch& batch, float label_smoothing) const {
@@ -181,18 +222,7 @@ int64_t ClassificationTask::split_rows(const std::string& split) const {
 Batch ClassificationTask::make_split_batch(const std::string& split, const std::vector<int64_t>& rows, Device d) const {
   if (split == "train") return make_batch(rows, d);
   HR_CHECK(has_split(split), "the run's data has no '" + split + "' split");
-  const Split& s = eval_splits_.at(split);
-  std::vector<std::vector<int32_t>> ids;
-  std::vector<int32_t> labels;
-  Batch b;
-  for (int64_t r : rows) {
-    ids.push_back(s.ids[static_cast<size_t>(r)]);
-    labels.push_back(s.labels[static_cast<size_t>(r)]);
-    b.tokens += static_cast<int64_t>(ids.back().size());
-  }
-  b.input = make_encoder_input(ids, tok_->vocab().pad_id(), d);
-  b.labels = Tensor::from_ids(labels, {static_cast<int64_t>(labels.size())}, d);
-  return b;
+  return batch_of(eval_splits_.at(split), rows, d);
 }
 
 bool ClassificationTask::has_split(const std::string& split) const { return eval_splits_.count(split) > 0; }
@@ -205,9 +235,9 @@ EvalResult ClassificationTask::evaluate(EncoderModel& model, const std::string& 
   std::vector<int32_t> pred;
   for (size_t at = 0; at < s.ids.size(); at += static_cast<size_t>(batch_size)) {
     const size_t end = std::min(s.ids.size(), at + static_cast<size_t>(batch_size));
-    std::vector<std::vector<int32_t>> rows(s.ids.begin() + static_cast<std::ptrdiff_t>(at),
-                                           s.ids.begin() + static_cast<std::ptrdiff_t>(end));
-    const std::vector<float> logits = model.forward(make_encoder_input(rows, tok_->vocab().pad_id(), d)).to_vector();
+    std::vector<int64_t> rows(end - at);
+    std::iota(rows.begin(), rows.end(), static_cast<int64_t>(at));
+    const std::vector<float> logits = model.forward(batch_of(s, rows, d).input).to_vector();
     const size_t C = static_cast<size_t>(labels_.size());
     for (size_t i = 0; i < rows.size(); ++i) {
       const auto* row = logits.data() + i * C;
@@ -229,13 +259,26 @@ std::vector<nlohmann::json> ClassificationTask::predict(EncoderModel& model, con
   model.eval();
   NoGradGuard ng;
   std::vector<nlohmann::json> out;
+  const std::vector<std::string> fields = input_fields();
   const size_t C = static_cast<size_t>(labels_.size());
   for (size_t at = 0; at < requests.size(); at += static_cast<size_t>(batch_size)) {
     const size_t stop = std::min(requests.size(), at + static_cast<size_t>(batch_size));
-    std::vector<std::vector<int32_t>> rows;
-    for (size_t i = at; i < stop; ++i)
-      rows.push_back(encode_text_row(*tok_, TextExample{requests[i]["text"], {}, "", "<input>"}, max_len_));
-    const std::vector<float> p = softmax(model.forward(make_encoder_input(rows, tok_->vocab().pad_id(), d))).to_vector();
+    std::vector<std::vector<int32_t>> rows, segments;
+    for (size_t i = at; i < stop; ++i) {
+      TextExample ex;
+      ex.source = "<input>";
+      ex.text = requests[i][fields[0]].get<std::string>();
+      if (pairs()) {
+        ex.text_pair = requests[i][fields[1]].get<std::string>();
+        PairRow row = encode_pair_row(*tok_, ex, max_len_);
+        rows.push_back(std::move(row.ids));
+        segments.push_back(std::move(row.segments));
+      } else {
+        rows.push_back(encode_text_row(*tok_, ex, max_len_));
+      }
+    }
+    const EncoderInput in = make_encoder_input(rows, tok_->vocab().pad_id(), d, pairs() ? &segments : nullptr);
+    const std::vector<float> p = softmax(model.forward(in)).to_vector();
     for (size_t i = at; i < stop; ++i) {
       const float* probs = p.data() + (i - at) * C;
       std::vector<int32_t> order(C);
@@ -244,7 +287,11 @@ std::vector<nlohmann::json> ClassificationTask::predict(EncoderModel& model, con
       nlohmann::json top_k = nlohmann::json::array();
       for (int k = 0; k < top && k < static_cast<int>(C); ++k)
         top_k.push_back({{"label", labels_.name(order[static_cast<size_t>(k)])}, {"probability", probs[order[static_cast<size_t>(k)]]}});
-      out.push_back({{"text", requests[i]["text"]}, {"label", top_k[0]["label"]}, {"top", top_k}});
+      nlohmann::json answer;
+      for (const std::string& f : fields) answer[f] = requests[i][f];
+      answer["label"] = top_k[0]["label"];
+      answer["top"] = top_k;
+      out.push_back(std::move(answer));
     }
   }
   model.train(was_training);

@@ -195,8 +195,10 @@ std::vector<std::string> QaTask::training_texts() const {
 }
 
 void QaTask::encode(const Tokenizer& tok, int64_t max_len) {
+  HR_CHECK(data_.max_seq_len <= max_len, "data.max_seq_len " + std::to_string(data_.max_seq_len) +
+                                             " is longer than model.max_len " + std::to_string(max_len));
   tok_ = &tok;
-  max_len_ = max_len;
+  max_len_ = data_.max_seq_len > 0 ? data_.max_seq_len : max_len;  // the window length
   train_rows_.clear();
   int64_t no_tokens = 0;
   for (const QaExample& e : train_examples_) {
@@ -207,7 +209,7 @@ void QaTask::encode(const Tokenizer& tok, int64_t max_len) {
       ++no_tokens;
       continue;
     }
-    for (QaWindow& w : make_qa_windows(tok.vocab(), tok.encode(e.question).ids, context.ids, windowing(max_len), span))
+    for (QaWindow& w : make_qa_windows(tok.vocab(), tok.encode(e.question).ids, context.ids, windowing(max_len_), span))
       train_rows_.push_back(std::move(w));
   }
   if (no_tokens > 0) std::cerr << "data: " << no_tokens << " answers cover no token; not trained on\n";
