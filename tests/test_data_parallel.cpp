@@ -1,7 +1,8 @@
 // Data parallel under mpirun (issue 15), ranks over loopback on one machine: N ranks with shards of each global batch
 // train exactly as one process with the whole batch (losses and final weights, dropout on), checkpoints of an N-rank
 // run resume on N and on 1 rank, and a killed rank ends the job with a message instead of a hang. mpi_test_main.cpp
-// skips (exit 77) where headroom is built without MPI or mpirun is missing.
+// skips (exit 77) where headroom is built without MPI or mpirun is missing. HR_DP_DEVICE=cuda runs them on GPUs
+// (NCCL; one GPU per rank), as scripts/gpu-check.sh does on a machine with two or more.
 #include <dirent.h>
 #include <signal.h>
 #include <spawn.h>
@@ -27,6 +28,12 @@ std::string mpirun(int ranks) {
          "-np " + std::to_string(ranks) + " ";
 }
 std::string binary() { return quote(std::string(std::getenv("HR_BUILD_ROOT")) + "/headroom"); }
+
+// setup() of tiny_run.h, on HR_DP_DEVICE (cpu by default)
+std::string config(const TempDir& d) {
+  const char* device = std::getenv("HR_DP_DEVICE");
+  return quote(setup(d)) + " --set train.device=" + (device ? device : "cpu");
+}
 
 Result run(const std::string& cmd) {
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");
@@ -89,7 +96,7 @@ TEST_CASE("two_and_three_ranks_with_shards_of_each_batch_train_exactly_as_one_ra
     CAPTURE(ranks);
     CAPTURE(extra);
     TempDir d;
-    const std::string cfg = quote(setup(d)) + extra + " --set train.max_steps=24";
+    const std::string cfg = config(d) + extra + " --set train.max_steps=24";
     train(1, cfg + " --out " + quote(d / "one"));
     train(ranks, cfg + " --out " + quote(d / "many"));
     check_same_losses(d / "one", d / "many", 1e-5);
@@ -100,7 +107,7 @@ TEST_CASE("two_and_three_ranks_with_shards_of_each_batch_train_exactly_as_one_ra
 
 TEST_CASE("a_two_rank_checkpoint_resumes_on_two_ranks_and_on_one_identically_to_the_uninterrupted_run") {
   TempDir d;
-  const std::string cfg = quote(setup(d));
+  const std::string cfg = config(d);
   train(2, cfg + " --set train.max_steps=20 --out " + quote(d / "full"));
   train(2, cfg + " --set train.max_steps=10 --out " + quote(d / "cut"));
   fs::copy(d / "cut", d / "cut1", fs::copy_options::recursive);
@@ -116,7 +123,7 @@ TEST_CASE("a_two_rank_checkpoint_resumes_on_two_ranks_and_on_one_identically_to_
 TEST_CASE("a_killed_rank_ends_the_job_with_a_message_naming_it_and_the_last_checkpoint_stays_intact") {
   TempDir d;
   const std::string log = d / "log";
-  const std::string cmd = mpirun(2) + binary() + " train " + quote(setup(d)) +
+  const std::string cmd = mpirun(2) + binary() + " train " + config(d) +
                           " --set train.max_steps=100000 --set train.eval_every=20 --out " + quote(d / "run") +
                           " > " + quote(log) + " 2>&1";
   pid_t launcher = -1;
