@@ -41,16 +41,16 @@ int main(int argc, char** argv) {
     finalize_distributed(code, true);
     return code;
   } catch (const ConfigError& e) {
-    std::cerr << "config error: " << e.what() << "\n";
+    std::cerr << rank_prefix() << "config error: " << e.what() << "\n";
     code = 2;
   } catch (const UsageError& e) {
-    std::cerr << "usage error: " << e.what() << "\n";
+    std::cerr << rank_prefix() << "usage error: " << e.what() << "\n";
     code = 2;
   } catch (const std::bad_alloc&) {
-    std::cerr << "error: out of memory (is the model or the batch too large for this machine?)\n";
+    std::cerr << rank_prefix() << "error: out of memory (is the model or the batch too large for this machine?)\n";
     code = 1;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << rank_prefix() << "error: " << e.what() << "\n";
     code = 1;
   }
   finalize_distributed(code, false);

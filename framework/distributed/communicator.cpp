@@ -42,12 +42,17 @@ class SingleProcess final : public Communicator {
 
 }  // namespace
 
-bool launched_by_mpi_launcher() { return launcher_world_size() > 0 && std::getenv("OMPI_COMM_WORLD_SIZE"); }
-
 int local_rank() {
   for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID"})
     if (const int r = env_int(v, -1); r >= 0) return r;
   return 0;
+}
+
+std::string rank_prefix() {
+  if (launcher_world_size() <= 1) return "";
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"})
+    if (const int r = env_int(v, -1); r >= 0) return "rank " + std::to_string(r) + ": ";
+  return "";
 }
 
 std::unique_ptr<Communicator> make_communicator(Device d, double timeout_s) {

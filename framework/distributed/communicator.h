@@ -41,10 +41,10 @@ class Communicator {
 // `timeout_s` bounds every wait.
 std::unique_ptr<Communicator> make_communicator(Device d, double timeout_s);
 
-// True when an MPI launcher (mpirun, srun with PMIx) started this process, whether or not this build has MPI.
-bool launched_by_mpi_launcher();
 // This process's rank among the processes on its machine (0 without a launcher): picks its GPU.
 int local_rank();
+// "rank R: " in a job of several processes (for error messages, which every rank may print), "" otherwise.
+std::string rank_prefix();
 
 // Ends MPI where it was started: MPI_Finalize when the command returned (`orderly`: every rank reaches the same return
 // together), MPI_Abort(exit_code) when it threw, since one rank may have failed alone and the others would wait for it.
