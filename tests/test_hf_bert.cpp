@@ -93,6 +93,22 @@ std::string edited_copy(const TempDir& d, const std::string& fixture, const std:
   return dir;
 }
 
+// Six labelled texts in the fixtures' vocabulary, as JSONL {"text", "label"}.
+void write_label_rows(const std::string& path) {
+  std::string rows;
+  const std::pair<const char*, const char*> texts[] = {
+      {"hello there", "greeting"}, {"what is the weather in paris", "weather"}, {"play the alarm at 5", "alarm"},
+      {"hi", "greeting"}, {"is it cold in london", "weather"}, {"set an alarm", "alarm"}};
+  for (const auto& [text, label] : texts) rows += nlohmann::json{{"text", text}, {"label", label}}.dump() + "\n";
+  write_file(path, rows);
+}
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("imported BERT checkpoints reproduce transformers' hidden states, pooler and logits") {
@@ -455,4 +471,31 @@ TEST_CASE("headroom prune of an imported model, twice, then export-hf: pruned_he
   const SafeTensorsFile x = read_safetensors(d / "p2/checkpoint-best.safetensors"),
                         y = read_safetensors(d / "back/checkpoint-best.safetensors");
   for (const auto& [n, t] : x.tensors) CHECK_MESSAGE(t.bytes == y.tensors.at(n).bytes, n);
+}
+
+TEST_CASE("train.init_from: a tensor the model has no place for is an error naming it; another task's head is skipped") {
+  TempDir d;
+  REQUIRE(headroom("import-hf " + quote(hf_fixture("bert_tiny_qa")) + " --out " + quote(d / "qa")).code == 0);
+  REQUIRE(headroom("import-hf " + quote(hf_fixture("bert_tiny_cls")) + " --out " + quote(d / "cls")).code == 0);
+  write_label_rows(d / "rows.jsonl");
+  auto fine_tune = [&](const std::string& init_from, const std::string& out) {
+    return headroom("train --quiet " + quote(d / "cls/config.yaml") + " --out " + quote(d / out) +
+                    " --set data.train_path=" + quote(d / "rows.jsonl") + " --set train.max_steps=1" +
+                    " --set train.init_from=" + quote(init_from));
+  };
+  // a span QA model fine-tuned into a classifier: its span head is not this model's, skipped and said once
+  const std::string qa = d / "qa/checkpoint-last.safetensors";
+  Result r = fine_tune(qa, "from-qa");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(occurrences(r.output, "encoder_classifier head does not use (skipped): span.bias, span.weight") == 1);
+
+  // an encoder tensor the model lacks is an error naming it and the file
+  SafeTensorsFile f = read_safetensors(qa);
+  f.tensors["layers.1.attn.extra"] = f.tensors.at("layers.1.attn.q.bias");
+  const std::string extra = d / "extra.safetensors";
+  write_safetensors(extra, f);
+  r = fine_tune(extra, "from-extra");
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.output.find(extra + ": tensor 'layers.1.attn.extra' has no place in this model") != std::string::npos,
+                r.output);
 }
