@@ -473,6 +473,59 @@ TEST_CASE("headroom prune of an imported model, twice, then export-hf: pruned_he
   for (const auto& [n, t] : x.tensors) CHECK_MESSAGE(t.bytes == y.tensors.at(n).bytes, n);
 }
 
+TEST_CASE("a classifier without labels (bert-base-uncased) imports encoder and pooler; init_from labels it by the data") {
+  TempDir d;
+  // bert_tiny_cls as bert-base-uncased is: no id2label, no classifier, architectures BertForMaskedLM
+  const std::string bare = edited_copy(d, "bert_tiny_cls", [](SafeTensorsFile& f) {
+    f.tensors.erase("classifier.weight");
+    f.tensors.erase("classifier.bias");
+  });
+  nlohmann::json config = nlohmann::json::parse(read_file(bare + "/config.json"));
+  config.erase("id2label");
+  config.erase("label2id");
+  config["architectures"] = {"BertForMaskedLM"};
+  write_file(bare + "/config.json", config.dump(2));
+
+  const std::string run = d / "run";
+  Result r = headroom("import-hf " + quote(bare) + " --task classification --out " + quote(run));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(occurrences(r.output, "leaves out classifier.weight, classifier.bias") == 1);  // said once
+  CHECK_FALSE(fs::exists(run + "/labels.txt"));  // the training data's labels will be
+  const SafeTensorsFile hf = read_safetensors(bare + "/model.safetensors"),
+                        ours = read_safetensors(run + "/checkpoint-last.safetensors");
+  CHECK(ours.tensors.count("classifier.weight") == 0);
+  CHECK(ours.tensors.at("classifier.pooler.weight").bytes == hf.tensors.at("bert.pooler.dense.weight").bytes);
+  CHECK(ours.tensors.at("classifier.pooler.bias").bytes == hf.tensors.at("bert.pooler.dense.bias").bytes);
+
+  // fine-tuning: the pooler loads, the classifier starts fresh with the data's (sorted) labels
+  write_label_rows(d / "rows.jsonl");
+  const std::string fine_tune = "train --quiet " + quote(run + "/config.yaml") + " --set data.train_path=" +
+                                quote(d / "rows.jsonl") + " --set train.max_steps=2 --set train.batch_size=3";
+  r = headroom(fine_tune + " --out " + quote(d / "ft") + " --set train.init_from=" +
+               quote(run + "/checkpoint-last.safetensors"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(r.output.find("(kept their initialisation): classifier.weight, classifier.bias") != std::string::npos);
+  CHECK(read_file(d / "ft/labels.txt") == "alarm\ngreeting\nweather\n");
+
+  // a classifier of another label count, with no labels.txt beside it to say which: both counts named
+  fs::create_directories(d / "two");
+  write_file(d / "two/rows.jsonl", "{\"text\": \"hi\", \"label\": \"greeting\"}\n"
+                                   "{\"text\": \"is it cold in london\", \"label\": \"weather\"}\n");
+  fs::copy_file(d / "ft/checkpoint-last.safetensors", d / "two/three-labels.safetensors");
+  r = headroom(fine_tune + " --out " + quote(d / "ft2") + " --set data.train_path=" + quote(d / "two/rows.jsonl") +
+               " --set train.init_from=" + quote(d / "two/three-labels.safetensors"));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.output.find("three-labels.safetensors: its task head has 3 labels") != std::string::npos, r.output);
+  CHECK(r.output.find("this run's data 2") != std::string::npos);
+
+  // without id2label, a trained classifier keeps transformers' default label names
+  const std::string unnamed = d / "unnamed";
+  copy_dir(hf_fixture("bert_tiny_cls"), unnamed);
+  write_file(unnamed + "/config.json", config.dump(2));
+  REQUIRE(import_error(unnamed, d / "run-unnamed", "classification").empty());
+  CHECK(read_file(d / "run-unnamed/labels.txt") == "LABEL_0\nLABEL_1\nLABEL_2\n");
+}
+
 TEST_CASE("train.init_from: a tensor the model has no place for is an error naming it; another task's head is skipped") {
   TempDir d;
   REQUIRE(headroom("import-hf " + quote(hf_fixture("bert_tiny_qa")) + " --out " + quote(d / "qa")).code == 0);
