@@ -93,6 +93,22 @@ std::string edited_copy(const TempDir& d, const std::string& fixture, const std:
   return dir;
 }
 
+// Six labelled texts in the fixtures' vocabulary, as JSONL {"text", "label"}.
+void write_label_rows(const std::string& path) {
+  std::string rows;
+  const std::pair<const char*, const char*> texts[] = {
+      {"hello there", "greeting"}, {"what is the weather in paris", "weather"}, {"play the alarm at 5", "alarm"},
+      {"hi", "greeting"}, {"is it cold in london", "weather"}, {"set an alarm", "alarm"}};
+  for (const auto& [text, label] : texts) rows += nlohmann::json{{"text", text}, {"label", label}}.dump() + "\n";
+  write_file(path, rows);
+}
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("imported BERT checkpoints reproduce transformers' hidden states, pooler and logits") {
@@ -455,4 +471,84 @@ TEST_CASE("headroom prune of an imported model, twice, then export-hf: pruned_he
   const SafeTensorsFile x = read_safetensors(d / "p2/checkpoint-best.safetensors"),
                         y = read_safetensors(d / "back/checkpoint-best.safetensors");
   for (const auto& [n, t] : x.tensors) CHECK_MESSAGE(t.bytes == y.tensors.at(n).bytes, n);
+}
+
+TEST_CASE("a classifier without labels (bert-base-uncased) imports encoder and pooler; init_from labels it by the data") {
+  TempDir d;
+  // bert_tiny_cls as bert-base-uncased is: no id2label, no classifier, architectures BertForMaskedLM
+  const std::string bare = edited_copy(d, "bert_tiny_cls", [](SafeTensorsFile& f) {
+    f.tensors.erase("classifier.weight");
+    f.tensors.erase("classifier.bias");
+  });
+  nlohmann::json config = nlohmann::json::parse(read_file(bare + "/config.json"));
+  config.erase("id2label");
+  config.erase("label2id");
+  config["architectures"] = {"BertForMaskedLM"};
+  write_file(bare + "/config.json", config.dump(2));
+
+  const std::string run = d / "run";
+  Result r = headroom("import-hf " + quote(bare) + " --task classification --out " + quote(run));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(occurrences(r.output, "leaves out classifier.weight, classifier.bias") == 1);  // said once
+  CHECK_FALSE(fs::exists(run + "/labels.txt"));  // the training data's labels will be
+  const SafeTensorsFile hf = read_safetensors(bare + "/model.safetensors"),
+                        ours = read_safetensors(run + "/checkpoint-last.safetensors");
+  CHECK(ours.tensors.count("classifier.weight") == 0);
+  CHECK(ours.tensors.at("classifier.pooler.weight").bytes == hf.tensors.at("bert.pooler.dense.weight").bytes);
+  CHECK(ours.tensors.at("classifier.pooler.bias").bytes == hf.tensors.at("bert.pooler.dense.bias").bytes);
+
+  // fine-tuning: the pooler loads, the classifier starts fresh with the data's (sorted) labels
+  write_label_rows(d / "rows.jsonl");
+  const std::string fine_tune = "train --quiet " + quote(run + "/config.yaml") + " --set data.train_path=" +
+                                quote(d / "rows.jsonl") + " --set train.max_steps=2 --set train.batch_size=3";
+  r = headroom(fine_tune + " --out " + quote(d / "ft") + " --set train.init_from=" +
+               quote(run + "/checkpoint-last.safetensors"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(r.output.find("(kept their initialisation): classifier.weight, classifier.bias") != std::string::npos);
+  CHECK(read_file(d / "ft/labels.txt") == "alarm\ngreeting\nweather\n");
+
+  // a classifier of another label count, with no labels.txt beside it to say which: both counts named
+  fs::create_directories(d / "two");
+  write_file(d / "two/rows.jsonl", "{\"text\": \"hi\", \"label\": \"greeting\"}\n"
+                                   "{\"text\": \"is it cold in london\", \"label\": \"weather\"}\n");
+  fs::copy_file(d / "ft/checkpoint-last.safetensors", d / "two/three-labels.safetensors");
+  r = headroom(fine_tune + " --out " + quote(d / "ft2") + " --set data.train_path=" + quote(d / "two/rows.jsonl") +
+               " --set train.init_from=" + quote(d / "two/three-labels.safetensors"));
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.output.find("three-labels.safetensors: its task head has 3 labels") != std::string::npos, r.output);
+  CHECK(r.output.find("this run's data 2") != std::string::npos);
+
+  // without id2label, a trained classifier keeps transformers' default label names
+  const std::string unnamed = d / "unnamed";
+  copy_dir(hf_fixture("bert_tiny_cls"), unnamed);
+  write_file(unnamed + "/config.json", config.dump(2));
+  REQUIRE(import_error(unnamed, d / "run-unnamed", "classification").empty());
+  CHECK(read_file(d / "run-unnamed/labels.txt") == "LABEL_0\nLABEL_1\nLABEL_2\n");
+}
+
+TEST_CASE("train.init_from: a tensor the model has no place for is an error naming it; another task's head is skipped") {
+  TempDir d;
+  REQUIRE(headroom("import-hf " + quote(hf_fixture("bert_tiny_qa")) + " --out " + quote(d / "qa")).code == 0);
+  REQUIRE(headroom("import-hf " + quote(hf_fixture("bert_tiny_cls")) + " --out " + quote(d / "cls")).code == 0);
+  write_label_rows(d / "rows.jsonl");
+  auto fine_tune = [&](const std::string& init_from, const std::string& out) {
+    return headroom("train --quiet " + quote(d / "cls/config.yaml") + " --out " + quote(d / out) +
+                    " --set data.train_path=" + quote(d / "rows.jsonl") + " --set train.max_steps=1" +
+                    " --set train.init_from=" + quote(init_from));
+  };
+  // a span QA model fine-tuned into a classifier: its span head is not this model's, skipped and said once
+  const std::string qa = d / "qa/checkpoint-last.safetensors";
+  Result r = fine_tune(qa, "from-qa");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(occurrences(r.output, "encoder_classifier head does not use (skipped): span.bias, span.weight") == 1);
+
+  // an encoder tensor the model lacks is an error naming it and the file
+  SafeTensorsFile f = read_safetensors(qa);
+  f.tensors["layers.1.attn.extra"] = f.tensors.at("layers.1.attn.q.bias");
+  const std::string extra = d / "extra.safetensors";
+  write_safetensors(extra, f);
+  r = fine_tune(extra, "from-extra");
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.output.find(extra + ": tensor 'layers.1.attn.extra' has no place in this model") != std::string::npos,
+                r.output);
 }

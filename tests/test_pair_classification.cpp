@@ -223,7 +223,7 @@ void write_share_data(const std::string& path, int premises, uint32_t seed) {
 
 }  // namespace
 
-TEST_CASE("a tiny sentence-pair classifier trains, has segment embeddings, and predict takes both fields") {
+TEST_CASE("a tiny sentence-pair classifier trains, has segment embeddings, and predict and attention take both fields") {
   TempDir d;
   write_share_data(d / "train.jsonl", 48, 1);
   write_share_data(d / "eval.jsonl", 8, 2);
@@ -265,4 +265,13 @@ TEST_CASE("a tiny sentence-pair classifier trains, has segment embeddings, and p
   r = headroom("predict --run " + quote(d / "run") + " < /dev/null");
   CHECK(r.code == 2);
   CHECK(r.output.find("give JSONL lines {\"premise\", \"hypothesis\"} on stdin") != std::string::npos);
+
+  // attention maps of a pair: --text once per field, in their order: [CLS] red cat [SEP] cat sun [SEP]
+  r = headroom("attention --run " + quote(d / "run") + " --text 'red cat' --text 'cat sun' --out " + quote(d / "a.png"));
+  CHECK_MESSAGE(r.code == 0, r.output);
+  CHECK(r.output.find("2 x 4 maps of 7 tokens") != std::string::npos);
+  r = headroom("attention --run " + quote(d / "run") + " --text 'red cat'");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("inputs are premise, then hypothesis: give --text once for each") != std::string::npos);
+  CHECK(headroom("attention --run " + quote(d / "run") + " --question 'red cat' --context 'cat sun'").code == 2);
 }

@@ -1,9 +1,11 @@
 #include "train/run/checkpoint.h"
 
 #include <map>
+#include <set>
 
-#include "kernels/base/error.h"
 #include "framework/safetensors.h"
+#include "kernels/base/error.h"
+#include "models/encoder_model.h"
 
 namespace hr {
 
@@ -26,11 +28,18 @@ const std::string& meta(const SafeTensorsFile& f, const std::string& path, const
   return it->second;
 }
 
-}  // namespace
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
-void save_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer, const TrainState& s) {
+// The encoder's parameters, as EncoderModel registers them; everything else in a model is its task head's.
+bool encoder_tensor(const std::string& name) {
+  return starts_with(name, "embeddings.") || starts_with(name, "layers.") || starts_with(name, "final_ln.");
+}
+
+void write_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer, const TrainState& s,
+                      const std::set<std::string>& leave_out) {
   SafeTensorsFile f;
-  for (const auto& [name, t] : model.named_parameters()) f.tensors[name] = to_safetensor(t);
+  for (const auto& [name, t] : model.named_parameters())
+    if (!leave_out.count(name)) f.tensors[name] = to_safetensor(t);
   if (optimizer)
     for (const auto& [name, t] : optimizer->state()) f.tensors[name] = to_safetensor(t);
   f.metadata["format"] = "headroom-checkpoint-1";
@@ -44,6 +53,16 @@ void save_checkpoint(const std::string& path, const Module& model, const Optimiz
   f.metadata["optimizer"] = optimizer ? optimizer->name() : "none";
   f.metadata["optimizer_steps"] = std::to_string(optimizer ? optimizer->steps() : 0);
   write_safetensors(path, f);
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer, const TrainState& s) {
+  write_checkpoint(path, model, optimizer, s, {});
+}
+
+void save_weights(const std::string& path, const Module& model, const std::set<std::string>& leave_out) {
+  write_checkpoint(path, model, nullptr, TrainState{}, leave_out);
 }
 
 TrainState load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer) {
@@ -89,8 +108,10 @@ TrainState load_checkpoint(const std::string& path, Module& model, Optimizer* op
   return s;
 }
 
-std::string load_weights(const std::string& path, Module& model) {
+std::string load_weights(const std::string& path, EncoderModel& model) {
   const SafeTensorsFile f = read_safetensors(path);
+  std::set<std::string> unused;  // the file's tensors that no parameter took (yet)
+  for (const auto& [name, t] : f.tensors) unused.insert(name);
   std::string missing;
   for (auto& [name, t] : model.named_parameters()) {
     auto it = f.tensors.find(name);
@@ -98,11 +119,31 @@ std::string load_weights(const std::string& path, Module& model) {
       missing += (missing.empty() ? "" : ", ") + name;
       continue;
     }
+    // a classifier's rows are its labels: name the two counts rather than two shapes
+    const auto& have = it->second.shape;
+    const int64_t labels = model.dims().num_labels;
+    if (!encoder_tensor(name) && labels > 0 && !have.empty() && t.shape()[0] == labels && have[0] != labels)
+      throw Error(path + ": its task head has " + std::to_string(have[0]) + " labels ('" + name + "' has shape " +
+                  shape_str(have) + "), this run's data " + std::to_string(labels) + " (train.init_from keeps the "
+                  "labels of the labels.txt beside the file; without one they come from the training data)");
     copy_into(path, name, it->second, t);
+    unused.erase(name);
+  }
+  const bool has_optimizer_state = f.metadata.count("optimizer") && f.metadata.at("optimizer") != "none";
+  std::string skipped;
+  for (const std::string& name : unused) {
+    const size_t dot = name.rfind('.');
+    if (has_optimizer_state && dot != std::string::npos && f.tensors.count(name.substr(0, dot)))
+      continue;  // "<param>.<slot>": the optimizer's state of a saved parameter, which a new run starts afresh
+    HR_CHECK(!encoder_tensor(name), path + ": tensor '" + name + "' has no place in this model (the model: block "
+                                           "has no such parameter: a checkpoint of another model?)");
+    skipped += (skipped.empty() ? "" : ", ") + name;
   }
   std::string note = checksum_note(path, f);
-  if (!missing.empty())
-    note += (note.empty() ? "" : "\n") + std::string("parameters not in ") + path + " (kept their initialisation): " + missing;
+  auto add = [&](const std::string& line) { note += (note.empty() ? "" : "\n") + line; };
+  if (!missing.empty()) add("parameters not in " + path + " (kept their initialisation): " + missing);
+  if (!skipped.empty())
+    add("tensors of " + path + " that this model's " + model.type() + " head does not use (skipped): " + skipped);
   return note;
 }
 

@@ -4,12 +4,15 @@
 #pragma once
 
 #include <limits>
+#include <set>
 #include <string>
 
 #include "framework/module.h"
 #include "framework/optim.h"
 
 namespace hr {
+
+class EncoderModel;
 
 struct TrainState {
   int64_t step = 0;            // optimizer steps done
@@ -27,8 +30,15 @@ void save_checkpoint(const std::string& path, const Module& model, const Optimiz
 // missing key or a wrong shape: hr::Error naming the file.
 TrainState load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer);
 
-// Loads weights by parameter name (train.init_from). Parameters the file lacks keep their initialisation and are
-// listed in the returned message (e.g. new gates on a trained model); a wrong shape is an error.
-std::string load_weights(const std::string& path, Module& model);
+// The weights of `model` less the parameters named in `leave_out`, as a checkpoint without optimizer state: a
+// starting point for train.init_from whose missing parameters the new run initialises (an imported BERT classifier
+// whose labels the training data will give).
+void save_weights(const std::string& path, const Module& model, const std::set<std::string>& leave_out);
+
+// Loads weights by parameter name (train.init_from). Parameters the file lacks keep their initialisation (e.g. new
+// gates on a trained model); tensors of a task head this model does not have (a span QA checkpoint fine-tuned into a
+// classifier) are skipped; the returned message names both. Optimizer state in the file is ignored. Any other tensor
+// the model has no place for (an encoder layer it lacks), and a wrong shape, are errors naming the tensor and the file.
+std::string load_weights(const std::string& path, EncoderModel& model);
 
 }  // namespace hr

@@ -45,11 +45,24 @@ TokenRow encode_input(const Tokenizer& tok, const std::string& a, const std::str
 int attention_command(const AttentionArgs& args) {
   LoadedRun run = load_run(args.run_dir, args.which, /*load_data=*/false);
   EncoderModel& model = *run.model;
-  const bool pair = run.task->input_fields().size() == 2;  // question and context, as segments 0 and 1
-  HR_CHECK(pair ? !args.question.empty() && !args.context.empty() : !args.text.empty(),
-           pair ? "attention: this is a QA run: give --question and --context" : "attention: give --text");
-  const TokenRow row = pair ? encode_input(*run.tokenizer, args.question, args.context, model.max_len())
-                            : encode_input(*run.tokenizer, args.text, "", model.max_len());
+  // one text per input field of the task ({"text"}, {"question", "context"}, {"premise", "hypothesis"}, ...): the
+  // first is segment 0, a second segment 1
+  const std::vector<std::string> fields = run.task->input_fields();
+  std::vector<std::string> texts = args.texts;
+  HR_CHECK(fields.size() <= 2, "attention: the run's task has more than two input texts");
+  if (!args.question.empty() || !args.context.empty()) {
+    if (fields != std::vector<std::string>{"question", "context"} || !texts.empty() || args.question.empty() ||
+        args.context.empty())
+      throw UsageError("attention: --question and --context go together, for QA runs; or give --text once per input");
+    texts = {args.question, args.context};
+  }
+  if (texts.size() != fields.size()) {
+    std::string names;
+    for (const auto& f : fields) names += (names.empty() ? "" : ", then ") + f;
+    throw UsageError("attention: this run's input" + std::string(fields.size() > 1 ? "s are " : " is ") + names +
+                     ": give --text " + (fields.size() > 1 ? "once for each, in that order" : "once"));
+  }
+  const TokenRow row = encode_input(*run.tokenizer, texts[0], texts.size() > 1 ? texts[1] : "", model.max_len());
   std::vector<std::vector<int32_t>> segs{row.segments};
   const EncoderInput in = make_encoder_input({row.ids}, run.tokenizer->vocab().pad_id(), model.device(),
                                              model.segments() > 0 ? &segs : nullptr);

@@ -1,15 +1,18 @@
-// `headroom attention --run DIR --text "..."` (or --question/--context for QA runs): the attention weights of every
+// `headroom attention --run DIR --text "..."` (a pair's two texts as --text A --text B in the order of the task's
+// input fields, e.g. premise then hypothesis; --question/--context also for QA runs): the attention weights of every
 // layer and head for one input, as a grid of heatmaps (layers x heads, tokens on the axes), gated-off and pruned heads
 // marked; with --layer/--head a single large map.
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace hr {
 
 struct AttentionArgs {
   std::string run_dir, which = "best";
-  std::string text, question, context;
+  std::vector<std::string> texts;  // one per input field of the run's task
+  std::string question, context;   // a QA run's two fields by name
   int layer = -1, head = -1;  // both set: one map
   std::string out;            // PNG path (default <run>/attention.png)
 };

@@ -156,7 +156,7 @@ YAML::Node number(double v) {
 
 struct ImportPlan {
   bool classifier = false;
-  std::vector<std::string> labels;  // classification: id2label in id order
+  std::vector<std::string> labels;  // classification: id2label in id order (empty: config.json has none)
   YAML::Node model;
   int64_t max_len = 0, segments = 0;
 };
@@ -190,9 +190,8 @@ ImportPlan plan_model(const json& j, const std::string& path, const std::string&
     c.fail("num_attention_heads", std::to_string(heads) + " does not divide hidden_size " + std::to_string(d));
   p.max_len = c.positive("max_position_embeddings");
   p.segments = c.positive("type_vocab_size");
-  if (p.classifier) {
+  if (p.classifier) {  // no id2label (bert-base-uncased): labels empty, import_hf_bert decides
     const json id2label = c.get<json>("id2label", json::object());
-    if (id2label.empty()) c.fail("id2label", "a sequence classifier needs its labels");
     p.labels.resize(id2label.size());
     for (const auto& [id, label] : id2label.items()) {
       size_t i = p.labels.size();
@@ -299,22 +298,36 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
   HR_CHECK(fs::exists(vocab_path), a.dir + ": no vocab.txt (headroom imports BERT's WordPiece tokenizer)");
   if (fs::exists(a.out_dir + "/config.yaml")) throw UsageError(a.out_dir + " already holds a run; choose another --out");
 
-  const ImportPlan plan = plan_model(read_json(config_path), config_path, a.task);
+  ImportPlan plan = plan_model(read_json(config_path), config_path, a.task);
   bool lower_case = true;
   if (const std::string tc = (dir / "tokenizer_config.json").string(); fs::exists(tc))
     lower_case = JsonFields{read_json(tc), tc}.get<bool>("do_lower_case", true);
   const Vocab vocab = Vocab::load(vocab_path);
+  const SafeTensorsFile f = read_safetensors(weights);
+  std::vector<std::string> notes;
+  if (const std::string n = checksum_note(weights, f); !n.empty()) notes.push_back(n);
+
+  // A classifier without id2label: a trained one keeps transformers' default names (LABEL_<i>, which it leaves out
+  // of config.json); with none in the file (bert-base-uncased), the run holds no classifier and no labels.txt, and
+  // train.init_from initialises one for the training data's labels.
+  bool labels_from_data = false;
+  if (plan.classifier && plan.labels.empty()) {
+    for (const auto& [name, t] : f.tensors)
+      if (map_hf_bert_name(name, true).name == "classifier.bias" && t.shape.size() == 1)
+        for (int64_t i = 0; i < t.shape[0]; ++i) plan.labels.push_back("LABEL_" + std::to_string(i));
+    labels_from_data = plan.labels.empty();
+    if (!labels_from_data)
+      notes.push_back(config_path + " has no id2label: the classifier's " + std::to_string(plan.labels.size()) +
+                      " labels are LABEL_0.. as transformers names them");
+  }
 
   ModelDims dims;
   dims.vocab_size = vocab.size();
-  dims.num_labels = static_cast<int64_t>(plan.labels.size());
+  dims.num_labels = labels_from_data ? 1 : static_cast<int64_t>(plan.labels.size());  // 1: left out of the run
   dims.segments = plan.segments;
   std::unique_ptr<EncoderModel> model = build_model(Config::parse(emit(plan.model), config_path), dims);
 
   // every tensor of the file names a parameter, a buffer or an unused pretraining part; nothing else
-  const SafeTensorsFile f = read_safetensors(weights);
-  std::vector<std::string> notes;
-  if (const std::string n = checksum_note(weights, f); !n.empty()) notes.push_back(n);
   std::map<std::string, std::string> source;  // headroom name -> tensor name in the file
   std::vector<std::string> unused;
   for (const auto& [name, t] : f.tensors) {
@@ -333,11 +346,13 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
 
   const std::string head = model->head().name();
   std::vector<std::string> initialised;
+  std::set<std::string> left_out;  // headroom names of the parameters the run's checkpoints leave to train.init_from
   for (auto& [name, param] : model->named_parameters()) {
     auto it = source.find(name);
     if (it == source.end()) {
       HR_CHECK(starts_with(name, head + "."), weights + ": tensor '" + hf_bert_name(name) + "' is missing");
       initialised.push_back(hf_bert_name(name));
+      if (labels_from_data) left_out.insert(name);
       continue;
     }
     const SafeTensor& t = f.tensors.at(it->second);
@@ -351,8 +366,13 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
   if (!initialised.empty()) {
     std::string list;
     for (const auto& n : initialised) list += (list.empty() ? "" : ", ") + n;
-    notes.push_back(weights + " has no " + (plan.classifier ? "sequence classification" : "span QA") +
-                    " head: initialised (" + list + ")");
+    if (labels_from_data)
+      notes.push_back(weights + " has no sequence classifier and " + config_path + " no labels (id2label): the run " +
+                      "leaves out " + list + ", which `train --set train.init_from=...` initialises for the " +
+                      "training data's labels");
+    else
+      notes.push_back(weights + " has no " + (plan.classifier ? "sequence classification" : "span QA") +
+                      " head: initialised (" + list + ")");
   }
 
   YAML::Node root;
@@ -371,12 +391,12 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
   fs::create_directories(a.out_dir);
   write_file_atomically(a.out_dir + "/config.yaml", [&](std::ostream& o) { o << emit(root) << "\n"; });
   vocab.save(a.out_dir + "/vocab.txt");
-  if (plan.classifier)
+  if (plan.classifier && !labels_from_data)
     write_file_atomically(a.out_dir + "/labels.txt", [&](std::ostream& o) {
       for (const auto& l : plan.labels) o << l << "\n";
     });
   for (const char* which : {"best", "last"})
-    save_checkpoint(a.out_dir + "/checkpoint-" + which + ".safetensors", *model, nullptr, TrainState{});
+    save_weights(a.out_dir + "/checkpoint-" + which + ".safetensors", *model, left_out);
   return notes;
 }
 

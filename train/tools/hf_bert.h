@@ -34,7 +34,9 @@ struct HfImportArgs {
 
 // Writes the run directory: config.yaml (a model: block that is BERT, tokenizer: the run's vocab.txt, data: the
 // task without data files, train: BERT's fine-tuning defaults), vocab.txt, labels.txt (classification, from
-// id2label), checkpoint-best and checkpoint-last (the same weights, no optimizer state). Returns the notes to print
+// id2label), checkpoint-best and checkpoint-last (the same weights, no optimizer state). A classification import of a
+// checkpoint with neither id2label nor a classifier (bert-base-uncased) writes no labels.txt and leaves the classifier
+// out: a starting point for train.init_from, which sizes it by the training data's labels. Returns the notes to print
 // once (tensors not used, a task head initialised). hr::Error naming the file and the key or tensor for anything
 // BERT-shaped that headroom cannot express, and for every unknown, missing or mis-shaped tensor; UsageError when
 // out_dir already holds a run.
