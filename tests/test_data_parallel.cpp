@@ -86,6 +86,44 @@ void check_same_losses(const std::string& a, const std::string& b, double rel) {
   }
 }
 
+// headroom under mpirun in the background, its output into `log`; returns the launcher's pid.
+pid_t start_job(const std::string& args, const std::string& log) {
+  const std::string cmd = mpirun(2) + binary() + " train " + args + " > " + quote(log) + " 2>&1";
+  pid_t launcher = -1;
+  const char* argv[] = {"/bin/sh", "-c", cmd.c_str(), nullptr};
+  REQUIRE(posix_spawn(&launcher, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) == 0);
+  return launcher;
+}
+
+// The pid of rank `rank` of the job whose command line holds `marker`, once `log` holds `text` (-1 after 60 s).
+pid_t rank_pid(int rank, const std::string& marker, const std::string& log, const std::string& text) {
+  for (int i = 0; i < 600; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (read_file(log).find(text) == std::string::npos) continue;
+    DIR* proc = opendir("/proc");
+    pid_t found = -1;
+    for (dirent* e; proc && (e = readdir(proc));) {
+      const std::string dir = std::string("/proc/") + e->d_name;
+      if (read_file(dir + "/cmdline").find(marker) != std::string::npos &&
+          read_file(dir + "/environ").find("OMPI_COMM_WORLD_RANK=" + std::to_string(rank) + '\0') != std::string::npos)
+        found = std::atoi(e->d_name);
+    }
+    if (proc) closedir(proc);
+    if (found > 0) return found;
+  }
+  return -1;
+}
+
+// Waits up to `seconds` for the launcher; kills it after that. Returns its exit code (128 + signal when killed).
+int wait_job(pid_t launcher, int seconds) {
+  int status = 0;
+  int waited = 0;
+  for (; waited < 10 * seconds && waitpid(launcher, &status, WNOHANG) == 0; ++waited)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (waited == 10 * seconds) kill(launcher, SIGKILL), waitpid(launcher, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 }  // namespace
 
 TEST_CASE("two_and_three_ranks_with_shards_of_each_batch_train_exactly_as_one_rank_with_the_whole_batch") {
@@ -120,43 +158,42 @@ TEST_CASE("a_two_rank_checkpoint_resumes_on_two_ranks_and_on_one_identically_to_
   }
 }
 
+TEST_CASE("sigterm_to_one_rank_stops_every_rank_at_the_same_step_with_a_checkpoint_and_the_run_resumes_identically") {
+  TempDir d;
+  const std::string cfg = config(d) + " --set train.eval_every=20";
+  train(2, cfg + " --set train.max_steps=600 --out " + quote(d / "full"));
+  const pid_t launcher = start_job(cfg + " --set train.max_steps=600 --out " + quote(d / "cut"), d / "log");
+  const pid_t rank1 = rank_pid(1, d / "cut", d / "log", "step 20 eval");
+  if (rank1 < 0) kill(launcher, SIGKILL), waitpid(launcher, nullptr, 0);
+  REQUIRE_MESSAGE(rank1 > 0, read_file(d / "log"));
+  kill(rank1, SIGTERM);  // rank 1 only: rank 0 learns it in the step's stop flag, saves, and both stop
+  const int code = wait_job(launcher, 60);
+  const std::string log = read_file(d / "log");
+  INFO(log);
+  REQUIRE(code != 0);
+  REQUIRE(log.find("stopped by SIGTERM after step") != std::string::npos);
+  const int64_t saved = std::stoll(read_safetensors(d / "cut/checkpoint-last.safetensors").metadata.at("step"));
+  CHECK(saved < 600);
+  train(2, "--resume " + quote(d / "cut"));
+  check_same_losses(d / "full", d / "cut", 1e-5);
+  check_same_checkpoint(d / "full/checkpoint-last.safetensors", d / "cut/checkpoint-last.safetensors", 1e-5);
+}
+
 TEST_CASE("a_killed_rank_ends_the_job_with_a_message_naming_it_and_the_last_checkpoint_stays_intact") {
   TempDir d;
-  const std::string log = d / "log";
-  const std::string cmd = mpirun(2) + binary() + " train " + config(d) +
-                          " --set train.max_steps=100000 --set train.eval_every=20 --out " + quote(d / "run") +
-                          " > " + quote(log) + " 2>&1";
-  pid_t launcher = -1;
-  const char* argv[] = {"/bin/sh", "-c", cmd.c_str(), nullptr};
-  REQUIRE(posix_spawn(&launcher, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) == 0);
-  // rank 1: the headroom process whose environment says so
-  pid_t victim = -1;
-  for (int i = 0; i < 600 && victim < 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (read_file(log).find("step 40 eval") == std::string::npos) continue;  // two checkpoints saved
-    DIR* proc = opendir("/proc");
-    for (dirent* e; proc && (e = readdir(proc));) {
-      const std::string dir = std::string("/proc/") + e->d_name;
-      if (read_file(dir + "/cmdline").find(d.path.string()) != std::string::npos &&
-          read_file(dir + "/environ").find(std::string("OMPI_COMM_WORLD_RANK=1") + '\0') != std::string::npos)
-        victim = std::atoi(e->d_name);
-    }
-    if (proc) closedir(proc);
-  }
+  const pid_t launcher = start_job(config(d) + " --set train.max_steps=100000 --set train.eval_every=20 --out " +
+                                       quote(d / "run"), d / "log");
+  const pid_t victim = rank_pid(1, d / "run", d / "log", "step 40 eval");  // two checkpoints saved by then
   if (victim < 0) kill(launcher, SIGKILL), waitpid(launcher, nullptr, 0);
-  REQUIRE_MESSAGE(victim > 0, read_file(log));
+  REQUIRE_MESSAGE(victim > 0, read_file(d / "log"));
   const auto killed_at = std::chrono::steady_clock::now();
   kill(victim, SIGKILL);
-  int status = 0;
-  int waited = 0;
-  for (; waited < 600 && waitpid(launcher, &status, WNOHANG) == 0; ++waited)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  if (waited == 600) kill(launcher, SIGKILL), waitpid(launcher, &status, 0);
+  const int code = wait_job(launcher, 60);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
-  const std::string out = read_file(log);
+  const std::string out = read_file(d / "log");
   INFO(out);
   CHECK(seconds < 60);
-  CHECK(!(WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  CHECK(code != 0);
   CHECK(out.find("rank 1") != std::string::npos);
   // the checkpoint saved at the last evaluation loads, checksums and all
   const SafeTensorsFile f = read_safetensors(d / "run/checkpoint-last.safetensors");
