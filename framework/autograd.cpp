@@ -7,6 +7,13 @@ namespace hr {
 
 namespace {
 thread_local bool t_grad_enabled = true;
+thread_local BackwardObserver* t_observer = nullptr;
+}
+
+BackwardObserver* set_backward_observer(BackwardObserver* o) {
+  BackwardObserver* previous = t_observer;
+  t_observer = o;
+  return previous;
 }
 
 Tape& Tape::current() {
@@ -45,6 +52,7 @@ Tensor grad_buffer(const Tensor& t) {
   TensorImpl* impl = t.impl();
   if (!impl->is_leaf || !impl->requires_grad) return Tensor();
   if (!impl->grad.defined()) impl->grad = Tensor::zeros(impl->shape, t.device());
+  if (t_observer) t_observer->leaf_gradient_written(impl);
   return impl->grad;
 }
 
@@ -92,6 +100,7 @@ void backward(const Tensor& root, const Tensor& seed) {
     Tensor g = out->grad;
     out->grad = Tensor();  // an intermediate's gradient is not kept
     node.backward(g);
+    if (t_observer) t_observer->node_done();
   }
   tape.clear();
 }

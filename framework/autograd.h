@@ -63,4 +63,16 @@ void accumulate_grad(const Tensor& t, const Tensor& g);
 // rule may accumulate into directly instead of allocating a gradient and adding it; undefined for an intermediate.
 Tensor grad_buffer(const Tensor& t);
 
+// Watches a backward pass of this thread (the data-parallel gradient reducer starts all-reducing a bucket as soon as
+// its gradients are complete): leaf_gradient_written() when a backward rule takes a leaf's gradient buffer to write
+// into it, node_done() after each node has run.
+class BackwardObserver {
+ public:
+  virtual ~BackwardObserver() = default;
+  virtual void leaf_gradient_written(const TensorImpl* leaf) = 0;
+  virtual void node_done() = 0;
+};
+// Installs `o` (nullptr: none) for this thread; returns the previous one.
+BackwardObserver* set_backward_observer(BackwardObserver* o);
+
 }  // namespace hr

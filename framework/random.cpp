@@ -7,4 +7,9 @@ Generator& global_generator() {
   return gen;
 }
 
+BatchRows& batch_rows() {
+  static BatchRows rows;
+  return rows;
+}
+
 }  // namespace hr

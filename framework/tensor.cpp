@@ -131,6 +131,16 @@ Tensor Tensor::detach() const {
   return Tensor(std::move(impl));
 }
 
+Tensor Tensor::rows(int64_t first, int64_t count) const {
+  HR_CHECK(ndim() >= 1 && first >= 0 && count >= 0 && first + count <= dim(0),
+           "rows [" + std::to_string(first) + ", " + std::to_string(first + count) + ") of a tensor of shape " +
+               shape_str(shape()));
+  Tensor v = detach();
+  v.impl()->offset += static_cast<size_t>(first * (numel() / std::max<int64_t>(1, dim(0))));
+  v.impl()->shape[0] = count;
+  return v;
+}
+
 void Tensor::copy_from(const Tensor& src) {
   HR_CHECK(src.shape() == shape() && src.dtype() == dtype(),
            "copy_from: shape " + shape_str(src.shape()) + " into " + shape_str(shape()));

@@ -63,6 +63,7 @@ class Tensor {
   Tensor to(Device d) const;                // a copy on d (this tensor itself when already there); not differentiable
   Tensor clone() const;                     // a fresh copy, not differentiable
   Tensor detach() const;                    // same storage, cut from the tape
+  Tensor rows(int64_t first, int64_t count) const;  // a view of rows [first, first+count) of dim 0; not recorded
   void copy_from(const Tensor& src);        // same shape, any device; not recorded
   void fill_(float v);
 

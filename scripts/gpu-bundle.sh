@@ -24,9 +24,11 @@ device_libs+='libcuda|libcudart|libcublas|libcublasLt)\.so'
 compat_libs='^(libstdc\+\+|libgcc_s)\.so'
 
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+# -Dmpi=disabled: with MPI the CUDA build links NCCL, and libnccl.so alone (218 MB) is over what the device tool carries
 if [ ! -f $build/build.ninja ]; then
-  meson setup $build --buildtype=release -Dcuda=enabled -Dnative=false >/dev/null
+  meson setup $build --buildtype=release -Dcuda=enabled -Dnative=false -Dmpi=disabled >/dev/null
 fi
+meson configure $build -Dmpi=disabled
 meson compile -C $build -j "$(nproc)" headroom:executable tests/test_cuda_backend tests/test_gpu_parity | tail -n 1
 
 rm -rf $stage

@@ -13,6 +13,7 @@ packages=(meson ninja-build g++ pkg-config
   libutf8proc-dev      # Unicode normalisation and categories for the BERT tokenizer
   libcairo2-dev        # PNG plots and attention maps
   zlib1g-dev           # crc32: the per-tensor checksums of safetensors files
+  libopenmpi-dev openmpi-bin  # data-parallel training under mpirun (with CUDA, NCCL from the toolkit)
   clang-14 libfuzzer-14-dev libomp-14-dev)  # scripts/fuzz.sh: libFuzzer builds of the parsers
 
 missing=()

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <new>
 
+#include "framework/distributed/communicator.h"
 #include "kernels/base/error.h"
 #include "train/cli/command.h"
 
@@ -31,21 +32,27 @@ int main(int argc, char** argv) {
     app.exit(e);  // prints the message (or the help)
     return e.get_exit_code() == 0 ? 0 : 2;  // a missing file or run directory is a usage error too
   }
+  // Under mpirun every rank ends MPI: in order when the command returned (all ranks return together), by stopping the
+  // whole job when it threw (one rank may have failed alone while the others wait for it).
+  int code = 0;
   try {
     for (const Command& c : commands)
-      if (*c.app) return c.run();
+      if (*c.app) code = c.run();
+    finalize_distributed(code, true);
+    return code;
   } catch (const ConfigError& e) {
-    std::cerr << "config error: " << e.what() << "\n";
-    return 2;
+    std::cerr << rank_prefix() << "config error: " << e.what() << "\n";
+    code = 2;
   } catch (const UsageError& e) {
-    std::cerr << "usage error: " << e.what() << "\n";
-    return 2;
+    std::cerr << rank_prefix() << "usage error: " << e.what() << "\n";
+    code = 2;
   } catch (const std::bad_alloc&) {
-    std::cerr << "error: out of memory (is the model or the batch too large for this machine?)\n";
-    return 1;
+    std::cerr << rank_prefix() << "error: out of memory (is the model or the batch too large for this machine?)\n";
+    code = 1;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
+    std::cerr << rank_prefix() << "error: " << e.what() << "\n";
+    code = 1;
   }
-  return 0;
+  finalize_distributed(code, false);
+  return code;
 }

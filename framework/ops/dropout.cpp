@@ -7,12 +7,28 @@ namespace hr {
 
 using detail::be;
 
+namespace {
+
+// The first counter of x's draw: x.numel() fresh ones, or, for this process's rows of a data-parallel global batch,
+// its rows' part of the counters of the whole batch (row r of the global batch starts at r * numel/count).
+uint64_t counters_for_rows(Generator& gen, const Tensor& x, const char* op) {
+  const BatchRows& r = batch_rows();
+  if (r.global == 0) return gen.take(x.numel());
+  HR_CHECK(r.count > 0 && x.numel() % r.count == 0,
+           std::string(op) + ": a tensor of shape " + shape_str(x.shape()) + " is not batch-major over the " +
+               std::to_string(r.count) + " rows this process holds");
+  const int64_t per_row = x.numel() / r.count;
+  return gen.take(per_row * r.global) + static_cast<uint64_t>(r.first * per_row);
+}
+
+}  // namespace
+
 Tensor dropout(const Tensor& x, float p, bool training) {
   HR_CHECK(p >= 0.f && p < 1.f, "dropout: p must be in [0, 1), got " + std::to_string(p));
   if (!training || p == 0.f) return x;
   detail::check_f32(x, "dropout");
   Generator& gen = global_generator();
-  const uint64_t seed = gen.seed, offset = gen.take(x.numel());
+  const uint64_t seed = gen.seed, offset = counters_for_rows(gen, x, "dropout");
   Tensor y = Tensor::empty(x.shape(), x.device());
   be(x).dropout(x.data(), y.data(), x.numel(), p, seed, offset);
   if (needs_grad({&x})) {

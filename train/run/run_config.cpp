@@ -122,6 +122,11 @@ TrainOptions read_train(const Config& root) {
     c.fail("init_from", "no such file '" + t.init_from + "'");
   t.max_bad_steps = at_most(c, "max_bad_steps", c.get_positive("max_bad_steps", t.max_bad_steps), kMaxSteps);
   t.optimizer = c.get_choice("optimizer", {"adamw", "sgd"}, "adamw");
+  t.dp_bucket_mb = c.get<float>("dp_bucket_mb", t.dp_bucket_mb);
+  if (!(t.dp_bucket_mb > 0.f && t.dp_bucket_mb <= 4096.f)) c.fail("dp_bucket_mb", "must be in (0, 4096]");
+  t.dp_overlap = c.get<bool>("dp_overlap", t.dp_overlap);
+  t.dp_timeout_s = c.get<float>("dp_timeout_s", t.dp_timeout_s);
+  if (!(t.dp_timeout_s >= 1.f && t.dp_timeout_s <= 1e6f)) c.fail("dp_timeout_s", "must be in [1, 1e6] seconds");
   return t;
 }
 

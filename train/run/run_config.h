@@ -59,6 +59,10 @@ struct TrainOptions {
   std::string init_from;      // a weights file (safetensors, keys = parameter names)
   int64_t max_bad_steps = 5;  // consecutive NaN/inf steps before the run stops
   std::string optimizer = "adamw";  // adamw | sgd
+  // data parallel under mpirun (train/run/data_parallel.h)
+  float dp_bucket_mb = 25.f;   // gradient all-reduce bucket (PyTorch DDP's default)
+  bool dp_overlap = true;      // start a bucket's all-reduce during backward, as soon as its gradients are complete
+  float dp_timeout_s = 600.f;  // the longest wait for another rank (rank 0 evaluates and saves alone) before the job stops
 };
 
 struct RunConfig {

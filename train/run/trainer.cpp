@@ -24,6 +24,8 @@
 #include "framework/ops.h"
 #include "framework/random.h"
 #include "models/head_pruning.h"
+#include "train/run/data_parallel.h"
+#include "train/run/gradient_reducer.h"
 #include "train/run/training_step.h"
 #include "train/tasks/task_registry.h"
 #include "train/tokenizer/wordpiece_trainer.h"
@@ -144,7 +146,9 @@ void drop_metrics_after(const std::string& path, int64_t step) {
 
 class Progress {
  public:
-  Progress(int64_t total, bool quiet) : total_(total), tty_(!quiet && isatty(fileno(stdout))), quiet_(quiet) {}
+  // silent: a data-parallel rank other than 0 prints nothing
+  Progress(int64_t total, bool quiet, bool silent = false)
+      : total_(total), tty_(!quiet && !silent && isatty(fileno(stdout))), quiet_(quiet || silent), silent_(silent) {}
   void update(int64_t step, float loss, float lr, double tokens_per_s, double eta_s, bool log_line) {
     if (tty_) {
       const int width = 30;
@@ -160,6 +164,7 @@ class Progress {
     }
   }
   void message(const std::string& m) {
+    if (silent_) return;
     if (tty_) std::printf("\r%-100s\n", m.c_str());
     else std::printf("%s\n", m.c_str());
     std::fflush(stdout);
@@ -173,7 +178,7 @@ class Progress {
     return buf;
   }
   int64_t total_;
-  bool tty_, quiet_;
+  bool tty_, quiet_, silent_;
 };
 
 }  // namespace
@@ -219,6 +224,10 @@ int train_command(const TrainArgs& args) {
   }
   require_train_data(rc);
   const TrainOptions& t = rc.train;
+  // the processes of an mpirun job (one alone otherwise); every rank has checked --out above before rank 0 writes
+  const std::unique_ptr<Communicator> comm = make_communicator(t.device, t.dp_timeout_s);
+  const bool lead = comm->rank() == 0;  // writes the run directory, logs, evaluates
+  comm->barrier();
   if (t.device == Device::CUDA) backend(Device::CUDA);  // a missing GPU is a clear error now, not mid-run
 
   // ---- data, tokenizer, model
@@ -236,21 +245,28 @@ int train_command(const TrainArgs& args) {
   model->to(t.device);
   if (!t.init_from.empty() && !resume) {
     const std::string note = load_weights(t.init_from, *model);
-    if (!note.empty()) std::cerr << note << "\n";
+    if (!note.empty() && lead) std::cerr << note << "\n";
   }
 
-  fs::create_directories(dir);
-  // the resolved config, --set overrides of a resume included, so that the next resume keeps them; writing it also
-  // finds a read-only run directory before any step is spent
-  write_file_atomically(dir + "/config.yaml", [&](std::ostream& f) { f << rc.root.dump() << "\n"; });
-  if (!resume) {
-    tok->vocab().save(dir + "/vocab.txt");
-    task->save(dir);
+  if (lead) {
+    fs::create_directories(dir);
+    // the resolved config, --set overrides of a resume included, so that the next resume keeps them; writing it also
+    // finds a read-only run directory before any step is spent
+    write_file_atomically(dir + "/config.yaml", [&](std::ostream& f) { f << rc.root.dump() << "\n"; });
+    if (!resume) {
+      tok->vocab().save(dir + "/vocab.txt");
+      task->save(dir);
+    }
+    remove_stale_temp_files(dir);
   }
-  remove_stale_temp_files(dir);
 
   std::unique_ptr<Optimizer> optimizer = make_optimizer(t, *model);
   TrainingStep step(*model, *optimizer, StepOptions{t.grad_accum, t.clip});
+  std::unique_ptr<GradientReducer> reducer;
+  if (comm->size() > 1)
+    reducer = std::make_unique<GradientReducer>(*comm, model->parameters(), step.gradients(), t.dp_bucket_mb,
+                                                t.dp_overlap);
+  step.set_sync(reducer.get());
 
   const int64_t batches_per_epoch = (task->num_train() + t.batch_size - 1) / t.batch_size;
   if (t.grad_accum > batches_per_epoch)
@@ -273,32 +289,41 @@ int train_command(const TrainArgs& args) {
   if (resume) {
     HR_CHECK(fs::exists(last_ckpt), "cannot resume: no " + last_ckpt);
     st = load_checkpoint(last_ckpt, *model, optimizer.get());
-    if (!st.note.empty()) std::cerr << "note: " << st.note << "\n";
-    drop_metrics_after(dir + "/metrics.jsonl", st.step);
+    if (!st.note.empty() && lead) std::cerr << "note: " << st.note << "\n";
+    if (lead) drop_metrics_after(dir + "/metrics.jsonl", st.step);
     global_generator() = Generator{st.rng_seed, st.rng_offset};
-    std::cout << "resuming " << dir << " at step " << st.step << "\n";
+    if (lead) std::cout << "resuming " << dir << " at step " << st.step << "\n";
   }
+  // every rank starts from rank 0's weights (they agree already, as the same seed and files made them: this makes
+  // sure); the optimizer state came from the same checkpoint file on every rank
+  broadcast_parameters(*comm, model->parameters());
 
   const std::string metrics_path = dir + "/metrics.jsonl";
-  std::ofstream metrics(metrics_path, resume ? std::ios::app : std::ios::trunc);
-  HR_CHECK(metrics.good(), "cannot write " + metrics_path);
+  std::ofstream metrics;
+  if (lead) metrics.open(metrics_path, resume ? std::ios::app : std::ios::trunc);
+  HR_CHECK(!lead || metrics.good(), "cannot write " + metrics_path);
   auto log_json = [&](const nlohmann::json& j) {
+    if (!lead) return;
     metrics << j.dump() << "\n";
     metrics.flush();
     HR_CHECK(metrics.good(), "cannot write " + metrics_path + " (disk full?)");
   };
-  std::cout << "run directory: " << dir << "\n"
-            << "model: " << model->num_parameters() << " parameters, " << model->num_layers() << " layers; "
-            << task->num_train() << " training rows, " << total_steps << " steps on " << device_name(t.device) << "\n";
+  if (lead)
+    std::cout << "run directory: " << dir << "\n"
+              << "model: " << model->num_parameters() << " parameters, " << model->num_layers() << " layers; "
+              << task->num_train() << " training rows, " << total_steps << " steps on " << device_name(t.device)
+              << (comm->size() > 1 ? "; data parallel: " + comm->name() : "") << "\n";
 
-  Progress progress(total_steps, args.quiet);
+  Progress progress(total_steps, args.quiet, !lead);
   auto save_to = [&](const std::string& path) {
+    if (!lead) return;
     st.rng_seed = global_generator().seed;
     st.rng_offset = global_generator().offset;
     save_checkpoint(path, *model, optimizer.get(), st);
   };
+  // evaluation runs on rank 0 alone; the other ranks wait for it in their next collective
   auto run_eval = [&]() {
-    if (!task->has_split("eval")) return;
+    if (!lead || !task->has_split("eval")) return;
     EvalResult r = task->evaluate(*model, "eval", t.device, t.batch_size * 2);
     nlohmann::json j = {{"step", st.step}, {"eval", r.metrics}};
     if (!r.scorer.empty()) j["metric"] = r.scorer;
@@ -334,7 +359,10 @@ int train_command(const TrainArgs& args) {
     const auto batches = epoch_batches(*task, st.epoch, t.seed, t.batch_size, t.bucket_by_length);
     const int64_t steps_this_epoch = static_cast<int64_t>(batches.size()) / t.grad_accum;
     while (st.batch_in_epoch < std::max<int64_t>(1, steps_this_epoch) && st.step < total_steps) {
-      if (g_stop_signal) {  // between two steps: the last one is fully logged (and saved, when the loop saves)
+      double stop = g_stop_signal;
+      if (comm->size() > 1) comm->all_reduce_host(&stop, 1, ReduceOp::Max);  // every rank stops at the same step
+      if (stop != 0) {
+        g_stop_signal = static_cast<int>(stop);  // between two steps: the last one is fully logged (and saved, when the loop saves)
         const std::string name = g_stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
         if (bad_steps == 0) {
           save_to(last_ckpt);
@@ -350,11 +378,19 @@ int train_command(const TrainArgs& args) {
       const StepResult r = step.run(
           [&](int64_t micro) {
             const size_t bi = static_cast<size_t>(st.batch_in_epoch * t.grad_accum + micro) % batches.size();
-            const Batch b = task->make_batch(batches[bi], t.device);
-            window_tokens += b.tokens;
-            Tensor loss = task->loss(*model, b, t.label_smoothing);
-            if (Tensor p = model->penalty(); p.defined()) loss = add(loss, p);
-            return loss;
+            const Batch global = task->make_batch(batches[bi], t.device);
+            window_tokens += global.tokens;
+            auto loss_of = [&](const Batch& b) {
+              Tensor loss = task->loss(*model, b, t.label_smoothing);
+              if (Tensor p = model->penalty(); p.defined()) loss = add(loss, p);
+              return loss;
+            };
+            if (comm->size() == 1) return loss_of(global);
+            const int64_t rows = static_cast<int64_t>(batches[bi].size());
+            const Shard s = shard_of(rows, comm->rank(), comm->size());
+            if (s.count == 0) return Tensor();
+            BatchRowsScope scope(BatchRows{s.first, s.count, rows});
+            return scale(loss_of(batch_rows(global, s)), static_cast<float>(s.count) / static_cast<float>(rows));
           },
           lr);
       ++st.batch_in_epoch;
@@ -420,6 +456,7 @@ int train_command(const TrainArgs& args) {
   }
   const double total_s = std::chrono::duration<double>(Clock::now() - start).count();
   progress.message("done in " + std::to_string(static_cast<int>(total_s)) + " s; run directory " + dir);
+  comm->barrier();  // the other ranks wait (asleep) for rank 0's last evaluation and save
   return 0;
 }
 

@@ -22,19 +22,24 @@ StepResult TrainingStep::run(const std::function<Tensor(int64_t micro)>& loss_of
   int64_t ran = 0;
   for (int64_t micro = 0; micro < options_.grad_accum; ++micro) {
     const Tensor loss = loss_of(micro);
-    const float value = loss.item();
+    HR_CHECK(loss.defined() || sync_, "training step: a micro-batch without a loss");
+    LossReduction global{loss.defined() ? loss.item() : 0.0, true};
+    global.finite = std::isfinite(global.loss);
+    if (sync_) global = sync_->reduce_loss(global.loss, global.finite);
     ++ran;
-    r.loss += value;
-    if (!std::isfinite(value)) {
+    r.loss += global.loss;
+    if (!global.finite) {
       finite = false;
       Tape::current().clear();  // frees this forward's activations
       break;
     }
+    if (!loss.defined()) continue;
+    if (sync_ && micro + 1 == options_.grad_accum) sync_->begin_last_backward();
     backward(scale(loss, 1.f / k));  // the mean over micro-batches: the same gradient as one batch of k*b
   }
   r.loss /= static_cast<double>(ran);
   if (finite) {
-    if (sync_) sync_->synchronize(grads_);
+    if (sync_) sync_->finish(grads_);
     r.grad_norm = grads_.norm();
     finite = std::isfinite(r.grad_norm);
   }

@@ -13,12 +13,23 @@
 
 namespace hr {
 
-// Between backward and the gradient norm: where data-parallel training averages the gradients over replicas. Its
-// verdict on finiteness must be shared, so that every replica skips the same steps.
+struct LossReduction {
+  double loss = 0;     // the global batch's loss (NaN when not every replica's was finite)
+  bool finite = true;  // every replica's loss was finite
+};
+
+// Data-parallel training's part of a step (framework/distributed/gradient_reducer.h): replicas agree on each
+// micro-batch's loss and on whether it is finite, so that every replica skips the same steps, and sum their gradients
+// (each weighted by its share of the global batch) before the norm, clipping and the optimizer see them.
 class GradientSync {
  public:
   virtual ~GradientSync() = default;
-  virtual void synchronize(FlatGradients& grads) = 0;
+  // After a micro-batch's forward: this replica's loss already weighted by its share of the batch (0 without rows).
+  virtual LossReduction reduce_loss(double share, bool finite) = 0;
+  // Before the backward of the step's last micro-batch, when this replica has one: reduction may start during it.
+  virtual void begin_last_backward() = 0;
+  // After the last backward (every replica calls it, with or without rows): the summed gradients are in `grads`.
+  virtual void finish(FlatGradients& grads) = 0;
 };
 
 struct StepOptions {
@@ -28,7 +39,7 @@ struct StepOptions {
 
 struct StepResult {
   bool applied = false;  // false: a non-finite loss or gradient; no weight changed and the gradients are zero
-  double loss = 0;       // mean over the micro-batches that ran
+  double loss = 0;       // mean over the micro-batches that ran (over all replicas)
   float grad_norm = 0;   // before clipping (NaN/inf when not applied for a gradient)
 };
 
@@ -37,10 +48,12 @@ class TrainingStep {
   // The model's parameters get one flat gradient buffer (FlatGradients), made here: build the step after the model
   // has reached its device. `optimizer` holds the same parameters; `sync` may be null.
   TrainingStep(Module& model, Optimizer& optimizer, StepOptions options, GradientSync* sync = nullptr);
-  // `loss_of(micro)`: the loss of micro-batch `micro` (0 .. grad_accum-1), regularisers included. Runs the step at
+  // `loss_of(micro)`: the loss of micro-batch `micro` (0 .. grad_accum-1), regularisers included; with a sync, this
+  // replica's share-weighted loss, or an undefined tensor when it holds no rows of that micro-batch. Runs the step at
   // learning rate lr.
   StepResult run(const std::function<Tensor(int64_t micro)>& loss_of, float lr);
   FlatGradients& gradients() { return grads_; }
+  void set_sync(GradientSync* sync) { sync_ = sync; }  // a sync built over gradients(); nullptr: none
   Optimizer& optimizer() { return optimizer_; }
 
  private:

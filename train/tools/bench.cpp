@@ -15,6 +15,9 @@
 #include "framework/random.h"
 #include "models/encoder_model.h"
 #include "train/run/run_config.h"
+#include "framework/distributed/communicator.h"
+#include "train/run/data_parallel.h"
+#include "train/run/gradient_reducer.h"
 #include "train/run/training_step.h"
 
 namespace hr {
@@ -64,6 +67,43 @@ EncoderInput random_input(const EncoderModel& model, int64_t B, int64_t T, int64
   return make_encoder_input(rows, 0, model.device(), &segments);
 }
 
+// Rank 0 prints the data-parallel figures: the step (every rank's median; the slowest rank sets the pace), the
+// gradient all-reduce alone and what of it the step waited for, and the bytes a ring all-reduce moves per rank.
+int report_data_parallel(const BenchOptions& opt, Communicator& comm, const TrainingTiming& timing, int64_t B,
+                         int64_t T, double train_flops) {
+  double slowest[3] = {median(timing.step_seconds), timing.allreduce_wait_s, timing.allreduce_s};
+  comm.all_reduce_host(slowest, 3, ReduceOp::Max);
+  comm.barrier();
+  if (comm.rank() != 0) return 0;
+  const double step = slowest[0], N = comm.size();
+  const double ring_bytes = 2.0 * (N - 1) / N * static_cast<double>(timing.gradient_bytes);
+  nlohmann::json j = {{"config", opt.config}, {"ranks", comm.size()}, {"communicator", comm.name()},
+                      {"batch", B}, {"seq_len", T}, {"train_step_ms", step * 1e3},
+                      {"train_tokens_per_s", static_cast<double>(B * T) / step},
+                      {"train_gflops", train_flops / step / 1e9},
+                      {"gradient_mb", static_cast<double>(timing.gradient_bytes) / 1048576.0},
+                      {"buckets", timing.buckets}, {"ring_bytes_per_rank_mb", ring_bytes / 1048576.0},
+                      {"allreduce_ms", slowest[2] * 1e3}, {"allreduce_share_of_step", slowest[2] / step},
+                      {"allreduce_wait_ms", slowest[1] * 1e3}, {"allreduce_wait_share", slowest[1] / step},
+                      {"allreduce_bus_gb_per_s", ring_bytes / slowest[2] / 1e9}, {"final_loss", timing.final_loss}};
+  if (opt.json) {
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::printf("%s on %d ranks (%s): global batch %lld x seq %lld, median of %lld steps (slowest rank)\n",
+              opt.config.c_str(), comm.size(), comm.name().c_str(), static_cast<long long>(B),
+              static_cast<long long>(T), static_cast<long long>(opt.steps));
+  std::printf("  training step      %9.1f ms  %9.0f tokens/s  %7.1f GFLOP/s (model FLOPs)\n", step * 1e3,
+              j["train_tokens_per_s"].get<double>(), j["train_gflops"].get<double>());
+  std::printf("  gradient           %9.2f MB in %d buckets; a ring all-reduce moves 2(N-1)/N of it: %.2f MB per rank\n",
+              j["gradient_mb"].get<double>(), timing.buckets, j["ring_bytes_per_rank_mb"].get<double>());
+  std::printf("  all-reduce alone   %9.2f ms  = %.1f%% of a step (%.2f GB/s bus bandwidth)\n", slowest[2] * 1e3,
+              100.0 * slowest[2] / step, j["allreduce_bus_gb_per_s"].get<double>());
+  std::printf("  waited after backward %6.2f ms  = %.1f%% of a step (the part overlap with backward did not hide)\n",
+              slowest[1] * 1e3, 100.0 * slowest[1] / step);
+  return 0;
+}
+
 }  // namespace
 
 double median(std::vector<double> v) {
@@ -72,27 +112,46 @@ double median(std::vector<double> v) {
 }
 
 TrainingTiming time_training_steps(EncoderModel& model, int64_t B, int64_t T, int64_t vocab, int64_t warmup,
-                                   int64_t steps) {
+                                   int64_t steps, Communicator* comm, double bucket_mb, bool overlap) {
   const Device d = model.device();
   const NamedTensors params = model.named_parameters();
   AdamW adamw(params, matrix_decay_flags(params), AdamWOptions{});
   TrainingStep train_step(model, adamw, StepOptions{1, 1.f});
-  const EncoderInput in = random_input(model, B, T, vocab, 1);
+  const bool parallel = comm && comm->size() > 1;
+  std::unique_ptr<GradientReducer> reducer;
+  if (parallel) {
+    reducer = std::make_unique<GradientReducer>(*comm, model.parameters(), train_step.gradients(), bucket_mb, overlap);
+    train_step.set_sync(reducer.get());
+  }
+  // this rank's rows of the batch (all of it alone), weighted by their share of it in the loss
+  const int64_t first = parallel ? B * comm->rank() / comm->size() : 0;
+  const int64_t rows = parallel ? B * (comm->rank() + 1) / comm->size() - first : B;
+  HR_CHECK(rows > 0, "bench: batch " + std::to_string(B) + " has no rows for every rank");
+  const float share = static_cast<float>(rows) / static_cast<float>(B);
+  const EncoderInput global = random_input(model, B, T, vocab, 1);
+  EncoderInput in = global;
+  if (parallel) {
+    in.ids = global.ids.rows(first, rows);
+    in.token_mask = global.token_mask.rows(first, rows);
+    in.key_mask = global.key_mask.rows(first, rows);
+    if (global.segments.defined()) in.segments = global.segments.rows(first, rows);
+  }
   Backend& be = backend(d);
   // A loss for any head: cross-entropy over the output's last dimension (classes, or start/end for a span head), with
   // labels cycling through it; the step's work is the model's, whichever loss the task would use.
   Tensor labels;
   auto loss = [&](int64_t) {
-    const Tensor out = model.forward(in);  // e.g. (B, classes) or (B, T, 2)
-    const int64_t C = out.dim(-1), rows = out.numel() / C;
+    BatchRowsScope scope(parallel ? BatchRows{first, rows, B} : BatchRows{});
+    const Tensor out = model.forward(in);  // e.g. (b, classes) or (b, T, 2)
+    const int64_t C = out.dim(-1), n = out.numel() / C;
     if (!labels.defined()) {
-      std::vector<int32_t> ids(static_cast<size_t>(rows));
-      for (int64_t i = 0; i < rows; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>(i % C);
-      labels = Tensor::from_ids(ids, {rows}, d);
+      std::vector<int32_t> ids(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>(i % C);
+      labels = Tensor::from_ids(ids, {n}, d);
     }
-    Tensor l = cross_entropy(reshape(out, {rows, C}), labels);
+    Tensor l = cross_entropy(reshape(out, {n, C}), labels);
     if (Tensor p = model.penalty(); p.defined()) l = add(l, p);
-    return l;
+    return parallel ? scale(l, share) : l;
   };
   TrainingTiming timing;
   auto step = [&]() {
@@ -112,6 +171,19 @@ TrainingTiming time_training_steps(EncoderModel& model, int64_t B, int64_t T, in
     timing.step_seconds.push_back(seconds_since(t));
   }
   timing.system_allocations = be.system_allocations() - allocs_before;
+  if (parallel) {
+    const ReducerStats st = reducer->stats();
+    timing.allreduce_wait_s = st.wait_s / static_cast<double>(warmup + steps);
+    timing.gradient_bytes = st.gradient_bytes;
+    timing.buckets = st.buckets;
+    std::vector<double> alone;  // the whole gradient's all-reduce with nothing to overlap it (changes the gradients)
+    for (int64_t i = 0; i < steps; ++i) {
+      const auto t = Clock::now();
+      reducer->finish(train_step.gradients());
+      alone.push_back(seconds_since(t));
+    }
+    timing.allreduce_s = median(alone);
+  }
   model.train(was_training);
   return timing;
 }
@@ -151,7 +223,12 @@ int bench_command(const BenchOptions& opt) {
                            2.0 * static_cast<double>(B * model->d_model() * opt.classes);
   const double train_flops = 3.0 * fwd_flops;
 
-  const TrainingTiming timing = time_training_steps(*model, B, T, opt.vocab, opt.warmup, opt.steps);
+  // under mpirun: the ranks split the batch as `headroom train` does; the report is rank 0's
+  const std::unique_ptr<Communicator> comm = make_communicator(d, rc.train.dp_timeout_s);
+  if (comm->size() > 1) broadcast_parameters(*comm, model->parameters());
+  const TrainingTiming timing = time_training_steps(*model, B, T, opt.vocab, opt.warmup, opt.steps, comm.get(),
+                                                    rc.train.dp_bucket_mb, rc.train.dp_overlap);
+  if (comm->size() > 1) return report_data_parallel(opt, *comm, timing, B, T, train_flops);
   const std::vector<double>& step_s = timing.step_seconds;
   const size_t steady_allocs = timing.system_allocations;
   const EncoderInput in = random_input(*model, B, T, opt.vocab, 1);

@@ -25,13 +25,22 @@ double forward_latency_ms(EncoderModel& model, int64_t B, int64_t T, int64_t voc
 // Wall time (s) of each of `steps` training steps (train/run/training_step.h: forward, loss, backward, clipping,
 // AdamW) on a synthetic batch of B x T tokens after `warmup` untimed ones, the system allocations the timed steps
 // made, and the last step's loss. A non-finite step is an error. Changes the weights.
+// With a communicator of N > 1 ranks (bench under mpirun) each rank runs its shard of the B rows and the gradients
+// are all-reduced as in training (train/run/gradient_reducer.h).
 struct TrainingTiming {
   std::vector<double> step_seconds;
   size_t system_allocations = 0;
   double final_loss = 0;
+  // data parallel only
+  double allreduce_wait_s = 0;  // mean per step: waiting for gradient all-reduces after backward (not hidden by it)
+  double allreduce_s = 0;       // median: one all-reduce of the whole gradient, alone (as if nothing overlapped)
+  int64_t gradient_bytes = 0;
+  int buckets = 0;
 };
+class Communicator;
 TrainingTiming time_training_steps(EncoderModel& model, int64_t B, int64_t T, int64_t vocab, int64_t warmup,
-                                   int64_t steps);
+                                   int64_t steps, Communicator* comm = nullptr, double bucket_mb = 25,
+                                   bool overlap = true);
 double median(std::vector<double> v);
 // p50 and p95 (ms) of the same, for latency tables.
 std::pair<double, double> forward_latency_percentiles_ms(EncoderModel& model, int64_t B, int64_t T, int64_t vocab,
