@@ -175,3 +175,53 @@ TEST_CASE("recall: a knob out of range is a ConfigError naming the file, line an
       Config::parse("data:\n  task: squad\n  train_path: x\n  recall:\n    pairs: 4\n", "run.yaml"), "run", false);
   CHECK_THROWS_WITH_AS(squad.root.check_all_read(), doctest::Contains("data.recall"), ConfigError);
 }
+
+TEST_CASE("recall: a tiny model trained on one-hop recall answers well above chance, and headroom eval agrees") {
+  using namespace hr::testing;
+  const TempDir d;
+  write_file(d / "recall.yaml", R"(model:
+  type: encoder_span_qa
+  d_model: 64
+  ffn_dim: 128
+  max_len: 16
+  norm: pre
+  dropout: 0.0
+  layers:
+    - repeat: 2
+      attention: {heads: 4, head_dim: 16}
+tokenizer:
+  vocab_size: 100
+data:
+  task: squad
+  format: recall
+  max_query_len: 2
+  max_answer_len: 1
+  recall: {keys: 8, values: 8, pairs: 2, queries: 2, train_size: 4000, eval_size: 100, test_size: 100, seed: 0}
+train:
+  max_steps: 2000
+  batch_size: 32
+  lr: 1e-3
+  warmup: 0.05
+  weight_decay: 0.1
+  seed: 0
+  log_every: 500
+  eval_every: 500
+)");
+  const std::string run = d / "run";
+  const Result r = headroom("train " + quote(d / "recall.yaml") + " --out " + quote(run));
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  double em = -1;
+  for (const auto& row : metrics_rows(run))
+    if (row.contains("eval")) em = row["eval"]["exact_match"].get<double>();
+  MESSAGE("eval exact match after 2000 steps: " << em << " (chance: 50)");
+  CHECK(em >= 85.0);
+  const Result e = headroom("eval --run " + quote(run) + " --checkpoint last --split eval --json");
+  INFO(e.output);
+  REQUIRE(e.code == 0);
+  const auto j = nlohmann::json::parse(e.output.substr(e.output.find('{')));
+  CHECK(j["eval"]["exact_match"].get<double>() == doctest::Approx(em));
+  CHECK(headroom("eval --run " + quote(run) + " --split test").code == 0);
+  const Result p = headroom("predict --run " + quote(run) + " --question k3 --context 'k5 v1 k3 v6'");
+  CHECK(p.code == 0);
+}
