@@ -21,6 +21,8 @@ int eval_command(const EvalArgs& a) {
   const std::string& split = a.split;
   if (!a.data.empty()) {  // FILE replaces the file the split comes from; the split stays the one asked for
     const RunConfig rc = load_run_config(a.run_dir + "/config.yaml", {}, /*check_files=*/false);
+    if (rc.data.format == "recall")
+      throw UsageError("--data: the run's data (data.format recall) is generated from data.recall, not read from a file");
     overrides.push_back(rc.data.format == "clinc150" ? "data.path=" + a.data : "data." + split + "_path=" + a.data);
   }
   LoadedRun run = load_run(a.run_dir, a.which, true, overrides);

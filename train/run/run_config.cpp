@@ -46,6 +46,41 @@ void read_text_fields(const Config& c, DataOptions& d) {
   d.pair_field = fields[1];
 }
 
+// data.recall: the generator's knobs, each checked here so that the error names the key (the generator itself only
+// says which knob is off).
+RecallOptions read_recall(const Config& data) {
+  RecallOptions r;
+  const auto c = data.optional_child("recall");
+  if (!c) return r;
+  constexpr int64_t kMaxWords = 1'000'000, kMaxContexts = 10'000'000;
+  r.hops = c->get_positive("hops", r.hops);
+  if (r.hops > kRecallMaxHops)
+    c->fail("hops", "must be at most " + std::to_string(kRecallMaxHops) + ", got " + std::to_string(r.hops));
+  r.pairs = at_most(*c, "pairs", c->get_positive("pairs", r.pairs), kMaxWords);
+  // room to spare: with a fifth of the links held out, a context drawn from a pool that it nearly exhausts would
+  // often find no link of its split left
+  r.keys = at_most(*c, "keys", c->get_positive("keys", r.keys), kMaxWords);
+  if (r.keys < 2 * r.pairs * r.hops)
+    c->fail("keys", "must be at least 2 x pairs x hops = " + std::to_string(2 * r.pairs * r.hops) +
+                        " (every context needs pairs x hops distinct keys), got " + std::to_string(r.keys));
+  r.values = at_most(*c, "values", c->get_positive("values", r.values), kMaxWords);
+  if (r.values < 2 * r.pairs)
+    c->fail("values", "must be at least 2 x pairs = " + std::to_string(2 * r.pairs) +
+                          " (every context needs pairs distinct values), got " + std::to_string(r.values));
+  r.queries = c->get_positive("queries", r.queries);
+  if (r.queries > r.pairs)
+    c->fail("queries", "must be at most pairs = " + std::to_string(r.pairs) + " (one question per chain), got " +
+                           std::to_string(r.queries));
+  r.distractors = at_most(*c, "distractors", c->get<int64_t>("distractors", r.distractors), kMaxWords);
+  if (r.distractors < 0) c->fail("distractors", "must be >= 0");
+  r.train_size = at_most(*c, "train_size", c->get_positive("train_size", r.train_size), kMaxContexts);
+  r.eval_size = at_most(*c, "eval_size", c->get_positive("eval_size", r.eval_size), kMaxContexts);
+  r.test_size = at_most(*c, "test_size", c->get<int64_t>("test_size", r.test_size), kMaxContexts);
+  if (r.test_size < 0) c->fail("test_size", "must be >= 0 (0: no test split)");
+  r.seed = c->get<int64_t>("seed", r.seed);
+  return r;
+}
+
 DataOptions read_data(const Config& root, bool check_files) {
   DataOptions d;
   if (!root.has("data")) return d;  // bench and info need no data
@@ -53,7 +88,7 @@ DataOptions read_data(const Config& root, bool check_files) {
   const Config c = root.child("data");
   d.task = c.get<std::string>("task", d.task);  // checked against the task registry by make_task
   if (d.task == "classification") d.format = c.get_choice("format", {"clinc150", "csv", "tsv", "jsonl"});
-  else if (d.task == "squad") d.format = c.get_choice("format", {"squad"}, "squad");
+  else if (d.task == "squad") d.format = c.get_choice("format", {"squad", "recall"}, "squad");
   else d.format = "";  // another task reads its own format keys
   if (d.format == "clinc150") {
     d.path = c.get<std::string>("path");
@@ -62,6 +97,8 @@ DataOptions read_data(const Config& root, bool check_files) {
     d.test_split = c.get<std::string>("test_split", d.test_split);
     d.include_oos = c.get<bool>("include_oos", false);
     if (check_files && !std::filesystem::exists(d.path)) c.fail("path", "no such file '" + d.path + "'");
+  } else if (d.format == "recall") {
+    d.recall = read_recall(c);
   } else {
     d.train_path = c.get<std::string>("train_path", "");  // a run served without training (import-hf) has none
     d.eval_path = c.get<std::string>("eval_path", "");
@@ -166,7 +203,8 @@ RunConfig read_run_config(Config root, const std::string& name, bool check_files
 }
 
 void require_train_data(const RunConfig& rc) {
-  if (!rc.data.present || rc.data.format == "clinc150" || !rc.data.train_path.empty()) return;
+  if (!rc.data.present || rc.data.format == "clinc150" || rc.data.format == "recall" || !rc.data.train_path.empty())
+    return;
   const Config data = rc.root.child("data");
   data.get<std::string>("train_path");  // missing: the required-key error, with the key that may be meant for it
   data.fail("train_path", "must name the training data file");

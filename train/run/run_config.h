@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "framework/config.h"
+#include "train/data/recall_data.h"
 #include "kernels/backend.h"
 
 namespace hr {
@@ -20,9 +21,10 @@ struct TokenizerOptions {
 struct DataOptions {
   bool present = false;                 // the config has a data: block
   std::string task = "classification";  // a registered task: classification | squad | ...
-  std::string format = "clinc150";      // classification: clinc150 | csv | tsv | jsonl; squad: squad; else empty
-  // clinc150: one file holding the splits; every other format: one file per split (*_path; train_path is required
-  // only to train: an imported run is evaluated and served without one)
+  std::string format = "clinc150";      // classification: clinc150 | csv | tsv | jsonl; squad: squad | recall; else empty
+  // clinc150: one file holding the splits; recall: none (generated in memory from data.recall); every other format:
+  // one file per split (*_path; train_path is required only to train: an imported run is evaluated and served without
+  // one)
   std::string path;
   std::string train_split = "train", eval_split = "val", test_split = "test";
   bool include_oos = false;
@@ -37,6 +39,7 @@ struct DataOptions {
   // squad: windowing
   int64_t doc_stride = 128, max_query_len = 64, max_answer_len = 30;
   std::string metric = "auto";          // squad: auto | squad | cmrc (parse_qa_metric, squad_metric.h)
+  RecallOptions recall;                 // squad with format recall: the generator's knobs (recall_data.h)
 };
 
 struct TrainOptions {
@@ -78,7 +81,7 @@ struct RunConfig {
 // served by predict needs neither). `check_all_read` runs after the model is built (train/run/trainer.cpp).
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides, bool check_files = true);
 RunConfig read_run_config(Config root, const std::string& name, bool check_files = true);
-// Training needs data.train_path (unless the format is clinc150): a ConfigError naming it, or a misspelt key meant for
+// Training needs data.train_path (unless the format is clinc150 or recall): a ConfigError naming it, or a misspelt key meant for
 // it, when it is missing or empty.
 void require_train_data(const RunConfig& rc);
 

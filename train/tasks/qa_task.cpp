@@ -8,6 +8,7 @@
 #include "framework/autograd.h"
 #include "kernels/base/error.h"
 #include "framework/ops.h"
+#include "train/data/recall_data.h"
 #include "train/data/squad_metric.h"
 #include "train/data/utf8_codepoints.h"
 
@@ -172,6 +173,13 @@ SquadData QaTask::load(const std::string& path) {
 QaTask::QaTask(const DataOptions& data, bool load_data, std::string predictions_dir)
     : data_(data), predictions_dir_(std::move(predictions_dir)) {
   if (!load_data) return;
+  if (data.format == "recall") {  // generated in memory: eval and test are the held-out splits (recall_data.h)
+    RecallData r = make_recall_data(data.recall);
+    train_examples_ = std::move(r.train);
+    eval_splits_["eval"] = std::move(r.eval);
+    if (!r.test.empty()) eval_splits_["test"] = std::move(r.test);
+    return;
+  }
   if (!data.train_path.empty()) {
     train_examples_ = load(data.train_path).train;
     HR_CHECK(!train_examples_.empty(), data.train_path + ": no question with a verified answer to train on");

@@ -67,8 +67,8 @@ std::vector<QaPrediction> predict_answers(EncoderModel& model, const Tokenizer& 
 
 class QaTask : public Task {
  public:
-  // Loads train_path (its train view: verified answers only) and eval_path / test_path (their eval views); nothing
-  // without load_data. Data issues, misplaced answers among them, are printed and counted; with data.on_error = fail
+  // Loads train_path (its train view: verified answers only) and eval_path / test_path (their eval views), or with
+  // data.format recall generates the three splits (recall_data.h); nothing without load_data. Data issues, misplaced answers among them, are printed and counted; with data.on_error = fail
   // the first one throws. evaluate() writes {id: answer} into `predictions_dir` when set: predictions.json for the
   // eval split, predictions-<split>.json else.
   QaTask(const DataOptions& data, bool load_data = true, std::string predictions_dir = "");
