@@ -14,6 +14,15 @@ constexpr int64_t kMaxBatch = 1 << 20;            // rows per batch, micro-batch
 constexpr int64_t kMaxVocab = 1 << 24;
 constexpr int64_t kMaxTokens = 1 << 20;           // squad window lengths
 
+// A path the config names must exist. The error_code form: a name the OS refuses (too long, a bad component) is a
+// config error too, not a std::filesystem exception (found by tests/fuzz/fuzz_config.cpp).
+void require_file(const Config& c, const std::string& key, const std::string& path) {
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(path, ec);
+  if (ec) c.fail(key, "cannot access '" + path + "': " + ec.message());
+  if (!exists) c.fail(key, "no such file '" + path + "'");
+}
+
 int64_t at_most(const Config& c, const char* key, int64_t value, int64_t limit) {
   if (value > limit) c.fail(key, "must be at most " + std::to_string(limit) + ", got " + std::to_string(value));
   return value;
@@ -26,7 +35,7 @@ TokenizerOptions read_tokenizer(const Config& root, bool check_files) {
   t.vocab = c->get<std::string>("vocab", "");
   t.vocab_size = at_most(*c, "vocab_size", c->get_positive("vocab_size", t.vocab_size), kMaxVocab);
   t.lower_case = c->get<bool>("lower_case", t.lower_case);
-  if (check_files && !t.vocab.empty() && !std::filesystem::exists(t.vocab)) c->fail("vocab", "no such file '" + t.vocab + "'");
+  if (check_files && !t.vocab.empty()) require_file(*c, "vocab", t.vocab);
   return t;
 }
 
@@ -96,7 +105,7 @@ DataOptions read_data(const Config& root, bool check_files) {
     d.eval_split = c.get<std::string>("eval_split", d.eval_split);
     d.test_split = c.get<std::string>("test_split", d.test_split);
     d.include_oos = c.get<bool>("include_oos", false);
-    if (check_files && !std::filesystem::exists(d.path)) c.fail("path", "no such file '" + d.path + "'");
+    if (check_files) require_file(c, "path", d.path);
   } else if (d.format == "recall") {
     d.recall = read_recall(c);
   } else {
@@ -105,7 +114,7 @@ DataOptions read_data(const Config& root, bool check_files) {
     d.test_path = c.get<std::string>("test_path", "");
     for (const auto& [key, p] : {std::pair{"train_path", d.train_path}, {"eval_path", d.eval_path},
                                  {"test_path", d.test_path}})
-      if (check_files && !p.empty() && !std::filesystem::exists(p)) c.fail(key, "no such file '" + p + "'");
+      if (check_files && !p.empty()) require_file(c, key, p);
   }
   if (d.task == "classification" && d.format != "clinc150") {
     read_text_fields(c, d);
@@ -155,8 +164,7 @@ TrainOptions read_train(const Config& root) {
   t.log_every = at_most(c, "log_every", c.get_positive("log_every", t.log_every), kMaxSteps);
   t.bucket_by_length = c.get<bool>("bucket_by_length", true);
   t.init_from = c.get<std::string>("init_from", "");
-  if (!t.init_from.empty() && !std::filesystem::exists(t.init_from))
-    c.fail("init_from", "no such file '" + t.init_from + "'");
+  if (!t.init_from.empty()) require_file(c, "init_from", t.init_from);
   t.max_bad_steps = at_most(c, "max_bad_steps", c.get_positive("max_bad_steps", t.max_bad_steps), kMaxSteps);
   t.optimizer = c.get_choice("optimizer", {"adamw", "sgd"}, "adamw");
   t.dp_bucket_mb = c.get<float>("dp_bucket_mb", t.dp_bucket_mb);
