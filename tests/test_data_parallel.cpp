@@ -35,20 +35,9 @@ std::string config(const TempDir& d) {
   return quote(setup(d)) + " --set train.device=" + (device ? device : "cpu");
 }
 
-Result run(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  Result r{0, ""};
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
 // `headroom train` of config into out, on `ranks` ranks (1: without mpirun, as a user without MPI runs it).
 void train(int ranks, const std::string& args) {
-  const Result r = run("(" + (ranks == 1 ? std::string("exec ") : mpirun(ranks)) + binary() + " train --quiet " + args + ")");
+  const Result r = shell("(" + (ranks == 1 ? std::string("exec ") : mpirun(ranks)) + binary() + " train --quiet " + args + ")");
   REQUIRE_MESSAGE(r.code == 0, r.output);
 }
 

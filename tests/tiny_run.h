@@ -105,12 +105,9 @@ struct Result {
 
 inline std::string quote(const std::string& s) { return "'" + s + "'"; }
 
-// Runs the headroom binary with `args` (already quoted where needed).
-inline Result headroom(const std::string& args) {
-  const char* build = std::getenv("HR_BUILD_ROOT");
-  REQUIRE(build != nullptr);
-  const std::string cmd = quote(std::string(build) + "/headroom") + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
+// Runs a shell command line, stdout and stderr together.
+inline Result shell(const std::string& cmd) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
   REQUIRE(p != nullptr);
   Result r{0, ""};
   char buf[4096];
@@ -118,6 +115,13 @@ inline Result headroom(const std::string& args) {
   const int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+// Runs the headroom binary with `args` (already quoted where needed).
+inline Result headroom(const std::string& args) {
+  const char* build = std::getenv("HR_BUILD_ROOT");
+  REQUIRE(build != nullptr);
+  return shell(quote(std::string(build) + "/headroom") + " " + args);
 }
 
 // The rows of a run's metrics.jsonl, and its logged training losses by step.
