@@ -8,8 +8,8 @@
 
 namespace hr {
 
-size_t dtype_size(DType) { return 4; }
-const char* dtype_name(DType t) { return t == DType::F32 ? "f32" : "i32"; }
+size_t dtype_size(DType t) { return t == DType::BF16 ? 2 : 4; }
+const char* dtype_name(DType t) { return t == DType::F32 ? "f32" : t == DType::I32 ? "i32" : "bf16"; }
 
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
@@ -42,7 +42,8 @@ Tensor Tensor::empty(const Shape& shape, Device d, DType t) {
 Tensor Tensor::zeros(const Shape& shape, Device d, DType t) {
   Tensor x = empty(shape, d, t);
   if (t == DType::F32) backend(d).fill(x.data(), x.numel(), 0.f);
-  else backend(d).fill_i32(x.ids(), x.numel(), 0);
+  else if (t == DType::I32) backend(d).fill_i32(x.ids(), x.numel(), 0);
+  else backend(d).from_host(x.bf16(), std::vector<uint16_t>(static_cast<size_t>(x.numel())).data(), x.numel() * 2);
   return x;
 }
 
@@ -80,15 +81,20 @@ Device Tensor::device() const { return impl_->storage->device; }
 DType Tensor::dtype() const { return impl_->dtype; }
 
 float* Tensor::data() {
-  HR_CHECK(impl_->dtype == DType::F32, "data(): tensor holds i32 ids, not f32");
+  HR_CHECK(impl_->dtype == DType::F32, std::string("data(): tensor holds ") + dtype_name(impl_->dtype) + ", not f32");
   return static_cast<float*>(impl_->storage->data) + impl_->offset;
 }
 const float* Tensor::data() const { return const_cast<Tensor*>(this)->data(); }
 int32_t* Tensor::ids() {
-  HR_CHECK(impl_->dtype == DType::I32, "ids(): tensor holds f32 values, not i32 ids");
+  HR_CHECK(impl_->dtype == DType::I32, std::string("ids(): tensor holds ") + dtype_name(impl_->dtype) + ", not i32 ids");
   return static_cast<int32_t*>(impl_->storage->data) + impl_->offset;
 }
 const int32_t* Tensor::ids() const { return const_cast<Tensor*>(this)->ids(); }
+uint16_t* Tensor::bf16() {
+  HR_CHECK(impl_->dtype == DType::BF16, std::string("bf16(): tensor holds ") + dtype_name(impl_->dtype) + ", not bf16");
+  return static_cast<uint16_t*>(impl_->storage->data) + impl_->offset;
+}
+const uint16_t* Tensor::bf16() const { return const_cast<Tensor*>(this)->bf16(); }
 
 std::vector<float> Tensor::to_vector() const {
   std::vector<float> v(static_cast<size_t>(numel()));

@@ -11,7 +11,8 @@
 
 namespace hr {
 
-enum class DType : uint8_t { F32, I32 };  // room for BF16 storage on the GPU path
+// BF16: matmul operands under autocast (framework/autocast.h), stored as their 16 bits; nothing else computes on them
+enum class DType : uint8_t { F32, I32, BF16 };
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);
 
@@ -57,6 +58,8 @@ class Tensor {
   const float* data() const;
   int32_t* ids();
   const int32_t* ids() const;
+  uint16_t* bf16();
+  const uint16_t* bf16() const;
   std::vector<float> to_vector() const;     // copies to the host
   std::vector<int32_t> to_ids() const;      // copies to the host
   float item() const;                       // a one-element tensor's value

@@ -20,11 +20,14 @@ constexpr int kMaxDims = 6;
 // op(A) is (M, K), op(B) is (K, N), C is (M, N); all row-major with leading dimensions lda/ldb/ldc
 // (lda is the row stride of A as stored, i.e. >= K when !transA, >= M when transA).
 // A stride of 0 broadcasts that operand over the batch. strideC must not be 0 when batch > 1.
+// A and B are both f32 or both bf16 (`inputs`); C, alpha, beta, the bias and the accumulation are always f32.
+enum class GemmInputs : uint8_t { F32, BF16 };
 struct GemmArgs {
   int64_t batch = 1, M = 0, N = 0, K = 0;
   bool transA = false, transB = false;
-  const float* A = nullptr; int64_t lda = 0, strideA = 0;
-  const float* B = nullptr; int64_t ldb = 0, strideB = 0;
+  GemmInputs inputs = GemmInputs::F32;
+  const void* A = nullptr; int64_t lda = 0, strideA = 0;  // float* or uint16_t* (bf16 bits), as `inputs` says
+  const void* B = nullptr; int64_t ldb = 0, strideB = 0;
   float* C = nullptr; int64_t ldc = 0, strideC = 0;
   float alpha = 1.f, beta = 0.f;
   const float* bias = nullptr;  // (N) or null; only with beta == 0
@@ -90,6 +93,14 @@ class Backend {
 
   // ---- matmul
   virtual void gemm(const GemmArgs& args) = 0;
+  // The library's name for the kernel that runs `args` (oneDNN's impl_info_str, e.g. "brg:avx512_core_amx_bf16").
+  virtual std::string gemm_implementation(const GemmArgs& args) = 0;
+  // How this device runs GemmInputs::BF16: natively, emulated (correct but slower than f32), or not at all; `why`
+  // gets the device's instruction set or architecture in words.
+  enum class Bf16 : uint8_t { Native, Emulated, None };
+  virtual Bf16 bf16_support(std::string* why) = 0;
+  // y = x rounded to bfloat16 (round to nearest even; NaN stays NaN), stored as its 16 bits
+  virtual void to_bf16(const float* x, uint16_t* y, int64_t n) = 0;
 
   // ---- elementwise
   virtual void unary(Unary op, const float* x, float* y, int64_t n, float a, float b) = 0;

@@ -89,6 +89,7 @@ EncoderModel::EncoderModel(const Config& m, const ModelDims& dims) : type_(m.get
 }
 
 Tensor EncoderModel::hidden_states(const EncoderInput& in, std::vector<Tensor>* attention_maps) {
+  const AutocastScope autocast(precision_, parameters());
   LayerContext ctx;
   ctx.key_mask = in.key_mask;
   ctx.attention_maps = attention_maps;
@@ -101,6 +102,7 @@ Tensor EncoderModel::hidden_states(const EncoderInput& in, std::vector<Tensor>* 
 }
 
 Tensor EncoderModel::forward(const EncoderInput& in, std::vector<Tensor>* attention_maps) {
+  const AutocastScope autocast(precision_, parameters());
   return head_->forward(hidden_states(in, attention_maps), in);  // hidden (B, T, D)
 }
 

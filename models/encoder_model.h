@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/autocast.h"
 #include "framework/config.h"
 #include "models/basic_layers.h"
 #include "models/encoder_input.h"
@@ -32,6 +33,7 @@ class EncoderModel : public Module {
   EncoderModel(const Config& model, const ModelDims& dims);
 
   // The head's output, e.g. (B, num_labels) logits or (B, T, 2) start/end logits. attention_maps: see LayerContext.
+  // Runs in precision() unless an autocast scope is already open (framework/autocast.h).
   Tensor forward(const EncoderInput& in, std::vector<Tensor>* attention_maps = nullptr);
   Tensor hidden_states(const EncoderInput& in, std::vector<Tensor>* attention_maps = nullptr);  // (B, T, D)
   Tensor penalty() const;  // the sum of the layers' penalties (L0 gates), or undefined
@@ -45,6 +47,9 @@ class EncoderModel : public Module {
   int64_t d_model() const { return d_model_; }
   int64_t max_len() const { return max_len_; }
   int64_t segments() const { return dims_.segments; }
+  // train.precision / --precision: the matmuls of forward() in bf16 (the weights stay f32)
+  void set_precision(Precision p) { precision_ = p; }
+  Precision precision() const { return precision_; }
 
  private:
   std::string type_;
@@ -55,6 +60,7 @@ class EncoderModel : public Module {
   std::vector<Layer*> layers_;
   LayerNorm* final_ln_ = nullptr;  // pre-LN stacks end with a LayerNorm
   TaskHead* head_ = nullptr;
+  Precision precision_ = Precision::F32;
 };
 
 // Builds the model from the `model:` block and checks every key of that block was understood.

@@ -15,6 +15,7 @@
 #include "kernels/cpu/cpu_allocator.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/onednn_matmul.h"
+#include "kernels/math/bf16.h"
 
 using namespace hr;
 
@@ -63,7 +64,16 @@ struct GemmCase {
   bool bcastA, bcastB;      // batch stride 0
   float alpha, beta;
   bool bias;
+  bool bf16 = false;        // A and B rounded to bf16 (GemmInputs::BF16)
 };
+
+bool bf16_runs() { return cpu_backend().bf16_support(nullptr) != Backend::Bf16::None; }
+
+std::vector<uint16_t> rounded(const Vec& v) {
+  std::vector<uint16_t> r(v.size());
+  be().to_bf16(v.data(), r.data(), static_cast<int64_t>(v.size()));
+  return r;
+}
 
 void run_gemm_case(const GemmCase& c) {
   CAPTURE(c.batch); CAPTURE(c.M); CAPTURE(c.N); CAPTURE(c.K); CAPTURE(c.transA); CAPTURE(c.transB);
@@ -81,24 +91,47 @@ void run_gemm_case(const GemmCase& c) {
   const Vec bias = random_vec(static_cast<size_t>(c.N), 3);
   Vec C = random_vec(static_cast<size_t>(c.batch * g.strideC), 4);
   const Vec C0 = C;
+  const std::vector<uint16_t> A16 = rounded(A), B16 = rounded(B);
   g.A = A.data(); g.B = B.data(); g.C = C.data(); g.alpha = c.alpha; g.beta = c.beta;
   g.bias = c.bias ? bias.data() : nullptr;
+  if (c.bf16) g.inputs = GemmInputs::BF16, g.A = A16.data(), g.B = B16.data();
   be().gemm(g);
 
-  std::vector<double> want(C0.begin(), C0.end());  // padding and gaps must stay untouched
+  // want: from the operands the gemm saw (rounded for bf16); exact: from the f32 operands; bound: sum |a w| per element
+  std::vector<double> want(C0.begin(), C0.end()), exact = want, bound(want.size(), 0.0);  // padding, gaps untouched
+  double max_rounding_effect = 0;
   for (int64_t b = 0; b < c.batch; ++b)
     for (int64_t i = 0; i < c.M; ++i)
       for (int64_t j = 0; j < c.N; ++j) {
-        double s = 0;
+        double s = 0, s32 = 0, abs = 0;
         for (int64_t k = 0; k < c.K; ++k) {
-          const double a = c.transA ? A[b * g.strideA + k * g.lda + i] : A[b * g.strideA + i * g.lda + k];
-          const double w = c.transB ? B[b * g.strideB + j * g.ldb + k] : B[b * g.strideB + k * g.ldb + j];
-          s += a * w;
+          const int64_t ai = c.transA ? b * g.strideA + k * g.lda + i : b * g.strideA + i * g.lda + k;
+          const int64_t wi = c.transB ? b * g.strideB + j * g.ldb + k : b * g.strideB + k * g.ldb + j;
+          const double a = A[ai], w = B[wi];
+          s32 += a * w;
+          abs += std::abs(a * w);
+          s += c.bf16 ? double(math::from_bf16(A16[ai])) * math::from_bf16(B16[wi]) : a * w;
         }
         const size_t ci = static_cast<size_t>(b * g.strideC + i * g.ldc + j);
-        want[ci] = c.alpha * s + c.beta * C0[ci] + (c.bias ? bias[j] : 0.0);
+        const double rest = c.beta * C0[ci] + (c.bias ? bias[j] : 0.0);
+        want[ci] = c.alpha * s + rest;
+        exact[ci] = c.alpha * s32 + rest;
+        bound[ci] = std::abs(c.alpha) * abs;
+        max_rounding_effect = std::max(max_rounding_effect, std::abs(want[ci] - exact[ci]));
       }
   check_close(C, want, 2e-5, "gemm");
+  if (c.bf16) {
+    // each rounded input is within 2^-8 of its value, a product of two within 2^-7 (+ 2^-16), so the sum within
+    // about 2^-7 sum |a w|; random signs make it about 2^-8 sqrt(K) times the typical term in practice
+    for (size_t i = 0; i < C.size(); ++i)
+      if (!(std::abs(C[i] - exact[i]) <= 1.01 * std::ldexp(bound[i], -7) + 1e-5 * (1 + std::abs(exact[i])))) {
+        FAIL_CHECK("bf16 gemm: element " << i << " is " << C[i] << ", f32 gives " << exact[i] << ", beyond 2^-7 * "
+                                         << bound[i]);
+        break;
+      }
+    // and the test can tell bf16 from f32: rounding moved some element by more than check_close's tolerance
+    if (c.K >= 64) CHECK(max_rounding_effect > 1e-3);
+  }
 
   if (c.K > 0) {
     CpuAllocator scratch;
@@ -132,6 +165,18 @@ TEST_CASE("gemm: batches with broadcast operands, bias, alpha and beta") {
   }
   run_gemm_case({2, 7, 5, 0, false, false, 1, false, false, 1.f, 0.5f, false});  // K = 0: C = beta C
   run_gemm_case({1, 7, 5, 0, false, false, 0, false, false, 2.f, 0.f, true});    // K = 0: C = bias
+}
+
+TEST_CASE("bf16 gemm: the product of the rounded inputs with f32 accumulation, within 2^-7 sum |a b| of f32" *
+          doctest::skip(!bf16_runs())) {
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = (t & 1) != 0, tb = (t & 2) != 0;
+    run_gemm_case({1, 64, 48, 200, ta, tb, 0, false, false, 1.f, 0.f, false, true});
+    run_gemm_case({1, 17, 33, 130, ta, tb, 3, false, false, 1.f, 0.f, true, true});   // padded, bias input
+    run_gemm_case({3, 7, 33, 130, ta, tb, 1, true, false, 1.f, 0.f, false, true});    // strideA = 0
+    run_gemm_case({2, 33, 7, 13, ta, tb, 2, false, true, 0.5f, 0.75f, false, true});  // alpha, beta
+    run_gemm_case({2, 7, 33, 64, ta, tb, 0, false, false, 1.f, 1.f, false, true});    // beta = 1: gradient buffers
+  }
 }
 
 TEST_CASE("gemm: primitives are cached, bad arguments throw") {

@@ -134,6 +134,7 @@ struct GemmCase {
   bool bcastA, bcastB;  // batch stride 0
   float alpha, beta;
   bool bias;
+  bool bf16 = false;    // A and B rounded to bf16 on each backend (GemmInputs::BF16)
 };
 
 void run_gemm_case(const GemmCase& c) {
@@ -152,10 +153,27 @@ void run_gemm_case(const GemmCase& c) {
   BothF B(random_vec(static_cast<size_t>((c.bcastB ? 1 : c.batch) * (b_rows * g.ldb + 3)), 2));
   BothF C(random_vec(static_cast<size_t>(c.batch * g.strideC), 3));
   BothF bias(random_vec(static_cast<size_t>(c.N), 4));
+  // bf16 copies of A and B, rounded by each backend itself; the roundings must be bit-identical
+  using Bits = std::vector<uint16_t>;
+  Both<uint16_t> A16(Bits(A.c.host().size())), B16(Bits(B.c.host().size()));
+  if (c.bf16) {
+    for (int side = 0; side < 2; ++side) {
+      Backend& be = side ? gpu() : cpu();
+      be.to_bf16(side ? A.g.get() : A.c.get(), side ? A16.g.get() : A16.c.get(), static_cast<int64_t>(A16.c.host().size()));
+      be.to_bf16(side ? B.g.get() : B.c.get(), side ? B16.g.get() : B16.c.get(), static_cast<int64_t>(B16.c.host().size()));
+    }
+    CHECK(A16.c.host() == A16.g.host());
+    CHECK(B16.c.host() == B16.g.host());
+  }
   for (int side = 0; side < 2; ++side) {
     GemmArgs s = g;
     s.A = side ? A.g.get() : A.c.get();
     s.B = side ? B.g.get() : B.c.get();
+    if (c.bf16) {
+      s.inputs = GemmInputs::BF16;
+      s.A = side ? A16.g.get() : A16.c.get();
+      s.B = side ? B16.g.get() : B16.c.get();
+    }
     s.C = side ? C.g.get() : C.c.get();
     s.bias = c.bias ? (side ? bias.g.get() : bias.c.get()) : nullptr;
     (side ? gpu() : cpu()).gemm(s);
@@ -176,6 +194,14 @@ TEST_CASE("cuda gemm: batches, broadcast operands, bias, alpha and beta") {
   run_gemm_case({4, 17, 29, 40, false, true, 1, false, true, 1.f, 0.f, true});
   run_gemm_case({2, 9, 11, 13, true, true, 0, false, false, -0.75f, 0.5f, false});
   run_gemm_case({1, 9, 11, 13, false, false, 0, false, false, 2.f, 1.f, false});
+}
+
+TEST_CASE("cuda gemm with bf16 inputs: the CPU's bf16 gemm (the same rounded operands, f32 accumulation)") {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) run_gemm_case({1, 33, 47, 65, ta, tb, 3, false, false, 1.f, 0.f, false, true});
+  run_gemm_case({1, 256, 384, 768, false, true, 0, false, false, 1.f, 0.f, true, true});
+  run_gemm_case({4, 17, 29, 40, true, false, 0, true, false, 0.5f, 0.f, true, true});
+  run_gemm_case({2, 9, 11, 13, true, true, 0, false, false, 1.f, 1.f, false, true});
 }
 
 TEST_CASE("cuda gemm: bad arguments throw hr::Error") {

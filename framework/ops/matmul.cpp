@@ -1,4 +1,7 @@
 // matmul (2-d and batched, with transposes and a broadcast 2-d operand) and linear (x @ w^T + b, one gemm).
+// Under a bf16 autocast scope (framework/autocast.h) both multiply bf16 copies of their operands into f32 results, and
+// their backward rules keep those copies, so the backward gemms run in bf16 too.
+#include "framework/autocast.h"
 #include "framework/ops/op_util.h"
 
 namespace hr {
@@ -17,10 +20,24 @@ MatDims mat_dims(const Tensor& t, const char* op) {
   return {t.numel() / (t.dim(-2) * t.dim(-1)), t.dim(-2), t.dim(-1)};
 }
 
-// C = op(A) @ op(B) for contiguous row-major tensors, batch dims already checked. bias (N) optional. With `into`, C is
-// that tensor and the product is added to it (a gradient buffer).
+// An operand in the precision of the product: bf16 when either operand already is or a bf16 scope is open.
+Tensor operand(const Tensor& t, bool low) { return low && t.dtype() == DType::F32 ? autocast::to_bf16(t) : t; }
+bool low_precision(const Tensor& a, const Tensor& b) {
+  return autocast::bf16() || a.dtype() == DType::BF16 || b.dtype() == DType::BF16;
+}
+const void* raw(const Tensor& t) {
+  return t.dtype() == DType::BF16 ? static_cast<const void*>(t.bf16()) : static_cast<const void*>(t.data());
+}
+
+// C = op(A) @ op(B) for contiguous row-major tensors, batch dims already checked; A and B f32 or bf16 (rounded here
+// when either is bf16), C f32. bias (N) optional. With `into`, C is that tensor and the product is added to it (a
+// gradient buffer).
 Tensor gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Shape& batch_shape, const float* bias = nullptr,
             const Tensor& into = Tensor()) {
+  if (a.dtype() != b.dtype()) {
+    const bool low = low_precision(a, b);
+    return gemm(operand(a, low), ta, operand(b, low), tb, batch_shape, bias, into);
+  }
   const MatDims da = mat_dims(a, "matmul"), db = mat_dims(b, "matmul");
   GemmArgs g;
   g.M = ta ? da.cols : da.rows;
@@ -32,10 +49,11 @@ Tensor gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Shape& bat
   g.batch = std::max(da.batch, db.batch);
   g.transA = ta;
   g.transB = tb;
-  g.A = a.data();
+  g.inputs = a.dtype() == DType::BF16 ? GemmInputs::BF16 : GemmInputs::F32;
+  g.A = raw(a);
   g.lda = da.cols;
   g.strideA = da.batch == 1 ? 0 : da.rows * da.cols;
-  g.B = b.data();
+  g.B = raw(b);
   g.ldb = db.cols;
   g.strideB = db.batch == 1 ? 0 : db.rows * db.cols;
   Shape out_shape = batch_shape;
@@ -54,6 +72,22 @@ Tensor gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Shape& bat
 
 Shape batch_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
 
+// op(a) @ op(b) with the batch rules of matmul(); operands f32 or bf16. Not recorded.
+Tensor product(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  const Shape ba = batch_of(a), bb = batch_of(b);
+  HR_CHECK(ba == bb || ba.empty() || bb.empty(),
+           "matmul: batch dimensions differ: " + shape_str(a.shape()) + " @ " + shape_str(b.shape()));
+  const Shape batch = ba.empty() ? bb : ba;
+  if (bb.empty() && !ba.empty() && !ta) {
+    // fold a's batch into its rows: one large gemm instead of a batch of small ones
+    Shape s = batch;
+    s.push_back(a.dim(-2));
+    s.push_back(tb ? b.dim(0) : b.dim(1));
+    return detail::view_as(gemm(detail::view_as(a, {a.numel() / a.dim(-1), a.dim(-1)}), false, b, tb, {}), s);
+  }
+  return gemm(a, ta, b, tb, batch);
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
@@ -62,36 +96,26 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   detail::check_same_device(a, b, "matmul");
   mat_dims(a, "matmul");
   mat_dims(b, "matmul");
-  const Shape ba = batch_of(a), bb = batch_of(b);
-  HR_CHECK(ba == bb || ba.empty() || bb.empty(),
-           "matmul: batch dimensions differ: " + shape_str(a.shape()) + " @ " + shape_str(b.shape()));
-  const Shape batch = ba.empty() ? bb : ba;
-
-  Tensor out;
-  if (bb.empty() && !ba.empty() && !ta) {
-    // fold a's batch into its rows: one large gemm instead of a batch of small ones
-    Shape s = batch;
-    s.push_back(a.dim(-2));
-    s.push_back(tb ? b.dim(0) : b.dim(1));
-    out = detail::view_as(gemm(detail::view_as(a, {a.numel() / a.dim(-1), a.dim(-1)}), false, b, tb, {}), s);
-  } else {
-    out = gemm(a, ta, b, tb, batch);
-  }
+  const bool low = autocast::bf16();
+  const Tensor ain = operand(a, low), bin = operand(b, low);  // what the products read, forward and backward
+  Tensor out = product(ain, bin, ta, tb);
 
   if (needs_grad({&a, &b})) {
-    detail::record("matmul", out, [a, b, ta, tb](const Tensor& g) {
+    detail::record("matmul", out, [a, b, ain, bin, ta, tb](const Tensor& g) {
+      const Tensor gin = operand(g, ain.dtype() == DType::BF16);
       if (a.requires_grad()) {
-        Tensor ga = ta ? matmul(b, g, tb, true) : matmul(g, b, false, !tb);
+        Tensor ga = ta ? product(bin, gin, tb, true) : product(gin, bin, false, !tb);
         accumulate_grad(a, sum_to(ga, a.shape()));
       }
       if (b.requires_grad()) {
         Tensor gb;
         if (batch_of(b).empty() && !batch_of(a).empty() && !ta) {
           // b was broadcast over a's batch: fold the batch into one gemm rather than summing per-batch products
-          Tensor a2 = reshape(a, {-1, a.dim(-1)}), g2 = reshape(g, {-1, g.dim(-1)});
-          gb = tb ? matmul(g2, a2, true, false) : matmul(a2, g2, true, false);
+          Tensor a2 = detail::view_as(ain, {a.numel() / a.dim(-1), a.dim(-1)});
+          Tensor g2 = detail::view_as(gin, {g.numel() / g.dim(-1), g.dim(-1)});
+          gb = tb ? product(g2, a2, true, false) : product(a2, g2, true, false);
         } else {
-          gb = tb ? matmul(g, a, true, ta) : matmul(a, g, !ta, false);
+          gb = tb ? product(gin, ain, true, ta) : product(ain, gin, !ta, false);
         }
         accumulate_grad(b, sum_to(gb, b.shape()));
       }
@@ -112,20 +136,23 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
              "linear: bias " + shape_str(bias.shape()) + " for weight " + shape_str(w.shape()));
   }
   const int64_t in = w.dim(1), out_f = w.dim(0);
-  Tensor x2 = detail::view_as(x, {x.numel() / in, in});  // (rows, in)
-  Tensor y2 = gemm(x2, false, w, true, {}, bias.defined() ? bias.data() : nullptr);  // (rows, out)
+  const bool low = autocast::bf16();
+  const Tensor x2 = operand(detail::view_as(x, {x.numel() / in, in}), low);  // (rows, in)
+  const Tensor win = operand(w, low);                                          // (out, in)
+  Tensor y2 = gemm(x2, false, win, true, {}, bias.defined() ? bias.data() : nullptr);  // (rows, out)
   Shape ys = x.shape();
   ys.back() = out_f;
   Tensor y = detail::view_as(y2, ys);
 
   if (needs_grad({&x, &w, &bias})) {
-    detail::record("linear", y, [x, x2, w, bias](const Tensor& g) {
+    detail::record("linear", y, [x, x2, w, win, bias](const Tensor& g) {
       Tensor g2 = detail::view_as(g, {g.numel() / w.dim(0), w.dim(0)});  // (rows, out)
+      const Tensor gin = operand(g2, win.dtype() == DType::BF16);
       if (x.requires_grad()) {
-        accumulate_grad(x, detail::view_as(gemm(g2, false, w, false, {}), x.shape()));  // (rows, in)
+        accumulate_grad(x, detail::view_as(gemm(gin, false, win, false, {}), x.shape()));  // (rows, in)
       }
-      if (Tensor gw = grad_buffer(w); gw.defined()) gemm(g2, true, x2, false, {}, nullptr, gw);  // (out, in) +=
-      else if (w.requires_grad()) accumulate_grad(w, gemm(g2, true, x2, false, {}));
+      if (Tensor gw = grad_buffer(w); gw.defined()) gemm(gin, true, x2, false, {}, nullptr, gw);  // (out, in) +=
+      else if (w.requires_grad()) accumulate_grad(w, gemm(gin, true, x2, false, {}));
       if (bias.defined() && bias.requires_grad()) accumulate_grad(bias, sum_to(g2, bias.shape()));
     });
   }

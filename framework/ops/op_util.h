@@ -11,7 +11,7 @@ inline Backend& be(const Tensor& t) { return backend(t.device()); }
 
 inline void check_f32(const Tensor& t, const char* op) {
   HR_CHECK(t.defined(), std::string(op) + ": undefined input tensor");
-  HR_CHECK(t.dtype() == DType::F32, std::string(op) + ": expected an f32 tensor, got i32");
+  HR_CHECK(t.dtype() == DType::F32, std::string(op) + ": expected an f32 tensor, got " + dtype_name(t.dtype()));
 }
 
 inline void check_same_device(const Tensor& a, const Tensor& b, const char* op) {

@@ -14,6 +14,7 @@
 #include "kernels/cpu/onednn_eltwise.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/cpu/strided_runs.h"
+#include "kernels/math/bf16.h"
 #include "kernels/math/random.h"
 #include "kernels/math/rows.h"
 #include "kernels/math/unary.h"
@@ -143,6 +144,15 @@ class CpuBackend final : public Backend {
 
   // ---- matmul
   void gemm(const GemmArgs& args) override { matmul_.run(args); }
+  std::string gemm_implementation(const GemmArgs& args) override { return matmul_.implementation(args); }
+  Bf16 bf16_support(std::string* why) override {
+    return OneDnnMatmul::bf16_support_for(dnnl::get_effective_cpu_isa(), why);
+  }
+  void to_bf16(const float* x, uint16_t* y, int64_t n) override {
+    parallel_for(n, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) y[i] = math::to_bf16(x[i]);
+    });
+  }
 
   // ---- elementwise
   void unary(Unary op, const float* x, float* y, int64_t n, float a, float b) override {

@@ -22,12 +22,13 @@ using Dims = memory::dims;
 int64_t operand_batch(const GemmArgs& g, int64_t stride) { return g.batch > 1 && stride != 0 ? g.batch : 1; }
 
 // (batch, rows, cols) view of a row-major operand stored with leading dimension ld, optionally transposed.
-memory::desc operand_desc(int64_t batch, int64_t rows, int64_t cols, bool trans, int64_t ld, int64_t stride) {
+memory::desc operand_desc(int64_t batch, int64_t rows, int64_t cols, bool trans, int64_t ld, int64_t stride,
+                          memory::data_type type) {
   const int64_t stored_rows = trans ? cols : rows;
   // a batch dim of 1 gets the dense stride, so that an ordinary matrix matches oneDNN's plain formats
   const int64_t batch_stride = batch > 1 ? stride : stored_rows * ld;
   const Dims strides = trans ? Dims{batch_stride, 1, ld} : Dims{batch_stride, ld, 1};
-  return memory::desc(Dims{batch, rows, cols}, memory::data_type::f32, strides);
+  return memory::desc(Dims{batch, rows, cols}, type, strides);
 }
 
 // op(A) op(B) over an empty K: C = beta C (+ bias); oneDNN has no use for zero-sized reductions.
@@ -65,16 +66,18 @@ OneDnnMatmul::Key OneDnnMatmul::key_of(const GemmArgs& g) {
   const int64_t sa = operand_batch(g, g.strideA) > 1 ? g.strideA : 0;
   const int64_t sb = operand_batch(g, g.strideB) > 1 ? g.strideB : 0;
   const int64_t sc = g.batch > 1 ? g.strideC : 0;
-  const int64_t flags = (g.transA ? 1 : 0) | (g.transB ? 2 : 0) | (bias_in_primitive(g) ? 4 : 0);
+  const int64_t flags = (g.transA ? 1 : 0) | (g.transB ? 2 : 0) | (bias_in_primitive(g) ? 4 : 0) |
+                        (g.inputs == GemmInputs::BF16 ? 8 : 0);
   return Key{g.batch, g.M, g.N, g.K, g.lda, g.ldb, g.ldc, sa, sb, sc, operand_batch(g, g.strideA),
              operand_batch(g, g.strideB), std::bit_cast<int32_t>(g.alpha), std::bit_cast<int32_t>(g.beta), flags};
 }
 
 OneDnnMatmul::Entry OneDnnMatmul::create(const GemmArgs& g) const {
   Entry e;
-  e.a = operand_desc(operand_batch(g, g.strideA), g.M, g.K, g.transA, g.lda, g.strideA);
-  e.b = operand_desc(operand_batch(g, g.strideB), g.K, g.N, g.transB, g.ldb, g.strideB);
-  e.c = operand_desc(g.batch, g.M, g.N, false, g.ldc, g.strideC);
+  const memory::data_type in = g.inputs == GemmInputs::BF16 ? memory::data_type::bf16 : memory::data_type::f32;
+  e.a = operand_desc(operand_batch(g, g.strideA), g.M, g.K, g.transA, g.lda, g.strideA, in);
+  e.b = operand_desc(operand_batch(g, g.strideB), g.K, g.N, g.transB, g.ldb, g.strideB, in);
+  e.c = operand_desc(g.batch, g.M, g.N, false, g.ldc, g.strideC, memory::data_type::f32);
   e.bias = memory::desc(Dims{1, 1, g.N}, memory::data_type::f32, Dims{g.N, g.N, 1});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -101,7 +104,7 @@ const OneDnnMatmul::Entry& OneDnnMatmul::entry(const GemmArgs& g) {
     try {
       it = cache_.emplace(key, create(g)).first;
     } catch (const dnnl::error& e) {
-      throw Error(std::string("gemm: oneDNN matmul rejected M=") + std::to_string(g.M) + " N=" + std::to_string(g.N) +
+      throw Error(std::string("gemm: oneDNN matmul rejected ") + (g.inputs == GemmInputs::BF16 ? "bf16 " : "") + "M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) +
                   " K=" + std::to_string(g.K) + " batch=" + std::to_string(g.batch) + ": " + e.what());
     }
   }
@@ -115,8 +118,8 @@ void OneDnnMatmul::run(const GemmArgs& g) {
   const Entry& e = entry(g);
 
   // oneDNN takes non-const handles; sources are only read
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(e.a, engine_, const_cast<float*>(g.A))},
-                                       {DNNL_ARG_WEIGHTS, memory(e.b, engine_, const_cast<float*>(g.B))},
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(e.a, engine_, const_cast<void*>(g.A))},
+                                       {DNNL_ARG_WEIGHTS, memory(e.b, engine_, const_cast<void*>(g.B))},
                                        {DNNL_ARG_DST, memory(e.c, engine_, g.C)}};
   if (bias_in_primitive(g)) args.emplace(DNNL_ARG_BIAS, memory(e.bias, engine_, const_cast<float*>(g.bias)));
   const size_t scratch_bytes = e.scratch.get_size();
@@ -132,6 +135,26 @@ std::string OneDnnMatmul::implementation(const GemmArgs& g) {
   check_gemm(g);
   if (g.batch == 0 || g.M == 0 || g.N == 0 || g.K == 0) return "none";
   return entry(g).implementation;
+}
+
+Backend::Bf16 OneDnnMatmul::bf16_support_for(dnnl::cpu_isa isa, std::string* why) {
+  using dnnl::cpu_isa;
+  const char* name = "an instruction set without AVX-512";
+  Backend::Bf16 support = Backend::Bf16::None;
+  switch (isa) {
+    case cpu_isa::avx512_core_amx: name = "avx512_core_amx"; support = Backend::Bf16::Native; break;
+    case cpu_isa::avx512_core_bf16: name = "avx512_core_bf16"; support = Backend::Bf16::Native; break;
+    // oneDNN computes bf16 on plain AVX-512 by converting in registers: right, but slower than its f32 kernels
+    case cpu_isa::avx512_core_vnni: name = "avx512_core_vnni"; support = Backend::Bf16::Emulated; break;
+    case cpu_isa::avx512_core: name = "avx512_core"; support = Backend::Bf16::Emulated; break;
+    case cpu_isa::avx2_vnni: name = "avx2_vnni"; break;
+    case cpu_isa::avx2: name = "avx2"; break;
+    case cpu_isa::avx: name = "avx"; break;
+    case cpu_isa::sse41: name = "sse41"; break;
+    default: break;
+  }
+  if (why) *why = std::string("oneDNN's instruction set on this CPU is ") + name;
+  return support;
 }
 
 size_t OneDnnMatmul::cached_primitives() const {

@@ -25,9 +25,12 @@ class OneDnnMatmul {
   // oneDNN's name for the kernel that runs `g` (e.g. "brg:avx512_core", "gemm:jit"); tests use it to rule out "ref".
   std::string implementation(const GemmArgs& g);
   size_t cached_primitives() const;
+  // How oneDNN runs bf16 matmuls at instruction set `isa` (dnnl::get_effective_cpu_isa(): the CPU's flags, lowered by
+  // DNNL_MAX_CPU_ISA): AMX or AVX512-BF16 natively, plain AVX-512 emulated, anything older not at all.
+  static Backend::Bf16 bf16_support_for(dnnl::cpu_isa isa, std::string* why);
 
  private:
-  // Everything that defines a primitive: batch sizes, shape, strides, transposes, alpha/beta bits, bias presence.
+  // Everything that defines a primitive: batch sizes, shape, strides, alpha/beta bits, transposes, bias, input type.
   using Key = std::array<int64_t, 15>;
   struct KeyHash {
     size_t operator()(const Key& k) const;

@@ -85,14 +85,35 @@ class CudaBackend final : public Backend {
     const int M = static_cast<int>(g.M), N = static_cast<int>(g.N), K = static_cast<int>(g.K);
     const int lda = std::max(1, static_cast<int>(g.lda)), ldb = std::max(1, static_cast<int>(g.ldb));
     const int ldc = std::max(1, static_cast<int>(g.ldc));
-    if (g.batch == 1) {
-      HR_CUDA_CHECK(cublasSgemm(cublas_, opB, opA, N, M, K, &g.alpha, g.B, ldb, g.A, lda, &g.beta, g.C, ldc));
+    if (g.inputs == GemmInputs::BF16) {
+      // bf16 inputs, f32 output and accumulation (CUBLAS_COMPUTE_32F): tensor cores on sm_80 and later
+      HR_CUDA_CHECK(cublasGemmStridedBatchedEx(cublas_, opB, opA, N, M, K, &g.alpha, g.B, CUDA_R_16BF, ldb,
+                                               g.strideB, g.A, CUDA_R_16BF, lda, g.strideA, &g.beta, g.C, CUDA_R_32F,
+                                               ldc, g.strideC, static_cast<int>(g.batch), CUBLAS_COMPUTE_32F,
+                                               CUBLAS_GEMM_DEFAULT));
+    } else if (g.batch == 1) {
+      HR_CUDA_CHECK(cublasSgemm(cublas_, opB, opA, N, M, K, &g.alpha, static_cast<const float*>(g.B), ldb,
+                                static_cast<const float*>(g.A), lda, &g.beta, g.C, ldc));
     } else {
-      HR_CUDA_CHECK(cublasSgemmStridedBatched(cublas_, opB, opA, N, M, K, &g.alpha, g.B, ldb, g.strideB, g.A, lda,
-                                              g.strideA, &g.beta, g.C, ldc, g.strideC, static_cast<int>(g.batch)));
+      HR_CUDA_CHECK(cublasSgemmStridedBatched(cublas_, opB, opA, N, M, K, &g.alpha, static_cast<const float*>(g.B),
+                                              ldb, g.strideB, static_cast<const float*>(g.A), lda, g.strideA,
+                                              &g.beta, g.C, ldc, g.strideC, static_cast<int>(g.batch)));
     }
     if (g.bias != nullptr) cuda::add_bias(g.C, g.bias, g.batch, g.M, g.N, g.ldc, g.strideC, stream_);
   }
+
+  std::string gemm_implementation(const GemmArgs& g) override {
+    return g.inputs == GemmInputs::BF16 ? "cublasGemmStridedBatchedEx bf16/f32" : "cublasSgemm";
+  }
+  Bf16 bf16_support(std::string* why) override {
+    int dev = 0, major = 0, minor = 0;
+    HR_CUDA_CHECK(cudaGetDevice(&dev));
+    HR_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    HR_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    if (why) *why = "the GPU has compute capability " + std::to_string(major) + "." + std::to_string(minor);
+    return major >= 8 ? Bf16::Native : Bf16::None;  // cuBLAS's bf16 gemm needs Ampere or later
+  }
+  void to_bf16(const float* x, uint16_t* y, int64_t n) override { cuda::to_bf16(x, y, n, stream_); }
 
   // ---- elementwise
   void unary(Unary op, const float* x, float* y, int64_t n, float a, float b) override {

@@ -3,6 +3,7 @@
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/launchers.h"
 #include "kernels/cuda/strided_index.h"
+#include "kernels/math/bf16.h"
 #include "kernels/math/random.h"
 #include "kernels/math/unary.h"
 
@@ -12,6 +13,10 @@ namespace {
 template <typename T>
 __global__ void fill_kernel(T* x, int64_t n, T value) {
   HR_GRID_STRIDE(i, n) x[i] = value;
+}
+
+__global__ void to_bf16_kernel(const float* x, uint16_t* y, int64_t n) {
+  HR_GRID_STRIDE(i, n) y[i] = math::to_bf16(x[i]);
 }
 
 __global__ void uniform_kernel(float* x, int64_t n, uint64_t seed, uint64_t offset) {
@@ -82,6 +87,12 @@ void fill(float* x, int64_t n, float value, cudaStream_t stream) {
 void fill_i32(int32_t* x, int64_t n, int32_t value, cudaStream_t stream) {
   if (n <= 0) return;
   fill_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, n, value);
+  HR_CUDA_CHECK_LAUNCH();
+}
+
+void to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  to_bf16_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, n);
   HR_CUDA_CHECK_LAUNCH();
 }
 

@@ -15,6 +15,7 @@ namespace hr::cuda {
 // elementwise.cu
 void fill(float* x, int64_t n, float value, cudaStream_t stream);
 void fill_i32(int32_t* x, int64_t n, int32_t value, cudaStream_t stream);
+void to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream);
 void uniform(float* x, int64_t n, uint64_t seed, uint64_t offset, cudaStream_t stream);
 void dropout(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t offset, cudaStream_t stream);
 // C[b, m, n] += bias[n] for the gemm epilogue; C rows have stride ldc, batches strideC.

@@ -8,9 +8,10 @@ namespace hr {
 
 Command add_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
-  auto* cmd = app.add_subcommand("bench", "time training steps and inference on synthetic batches; sgemm rate");
+  auto* cmd = app.add_subcommand("bench", "time training steps and inference on synthetic batches; f32 and bf16 gemm rates");
   cmd->add_option("config", o->config, "config (YAML)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--set", o->overrides, "override a config key (repeatable)");
+  add_precision_option(cmd, o->overrides);
   cmd->add_option("--batch", o->batch, "batch size")->check(CLI::PositiveNumber);
   cmd->add_option("--seq-len", o->seq_len, "sequence length (default model.max_len)");
   cmd->add_option("--vocab", o->vocab, "vocabulary size")->check(CLI::PositiveNumber);

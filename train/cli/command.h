@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace hr {
 
@@ -27,5 +28,7 @@ Command add_export_hf_command(CLI::App& app);
 
 // --run DIR (required) and --checkpoint best|last: how every command that reads a run directory names it.
 void add_run_options(CLI::App* cmd, std::string& run_dir, std::string& which);
+// --precision f32|bf16, added to `overrides` as train.precision=...
+void add_precision_option(CLI::App* cmd, std::vector<std::string>& overrides);
 
 }  // namespace hr

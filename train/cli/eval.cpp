@@ -12,12 +12,13 @@ namespace {
 
 struct EvalArgs {
   std::string run_dir, which = "best", split = "test", data;
+  std::vector<std::string> overrides;  // --precision
   bool json = false;
 };
 
 // --data FILE: evaluate on FILE (in the run's data format) as the test split.
 int eval_command(const EvalArgs& a) {
-  std::vector<std::string> overrides;
+  std::vector<std::string> overrides = a.overrides;
   const std::string& split = a.split;
   if (!a.data.empty()) {  // FILE replaces the file the split comes from; the split stays the one asked for
     const RunConfig rc = load_run_config(a.run_dir + "/config.yaml", {}, /*check_files=*/false);
@@ -50,6 +51,7 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_option("--split", a->split, "eval | test")->check(CLI::IsMember({"eval", "test"}));
   cmd->add_option("--data", a->data, "take the split from this file (in the run's data format) instead")
       ->check(CLI::ExistingFile);
+  add_precision_option(cmd, a->overrides);
   cmd->add_flag("--json", a->json, "one JSON object on stdout (metrics under the split's name, as metrics.jsonl)");
   return {cmd, [a] { return eval_command(*a); }};
 }

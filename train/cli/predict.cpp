@@ -16,6 +16,7 @@ namespace {
 struct PredictArgs {
   std::string run_dir, which = "best", question, context;
   std::vector<std::string> texts;
+  std::vector<std::string> overrides;  // --precision
   int top = 3;
 };
 
@@ -39,7 +40,7 @@ std::vector<nlohmann::json> requests_from_flags(const PredictArgs& a, const std:
 // One request a line; a line that is not a JSON object with the task's string fields (or not UTF-8) gets an error
 // object in its place on stdout and a message on stderr, and the lines after it are still answered.
 int predict_command(const PredictArgs& a) {
-  LoadedRun run = load_run(a.run_dir, a.which, /*load_data=*/false);
+  LoadedRun run = load_run(a.run_dir, a.which, /*load_data=*/false, a.overrides);
   const std::vector<std::string> fields = run.task->input_fields();
   const Device d = run.config.train.device;
   if (!a.texts.empty() || !a.question.empty() || !a.context.empty()) {
@@ -107,6 +108,7 @@ Command add_predict_command(CLI::App& app) {
   cmd->add_option("--question", a->question, "QA runs: the question");
   cmd->add_option("--context", a->context, "QA runs: the text holding the answer");
   cmd->add_option("--top", a->top, "how many labels to show")->check(CLI::PositiveNumber);
+  add_precision_option(cmd, a->overrides);
   return {cmd, [a] { return predict_command(*a); }};
 }
 

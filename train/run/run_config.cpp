@@ -167,6 +167,7 @@ TrainOptions read_train(const Config& root) {
   if (!t.init_from.empty()) require_file(c, "init_from", t.init_from);
   t.max_bad_steps = at_most(c, "max_bad_steps", c.get_positive("max_bad_steps", t.max_bad_steps), kMaxSteps);
   t.optimizer = c.get_choice("optimizer", {"adamw", "sgd"}, "adamw");
+  t.precision = c.get_choice("precision", {"f32", "bf16"}, "f32") == "bf16" ? Precision::BF16 : Precision::F32;
   t.dp_bucket_mb = c.get<float>("dp_bucket_mb", t.dp_bucket_mb);
   if (!(t.dp_bucket_mb > 0.f && t.dp_bucket_mb <= 4096.f)) c.fail("dp_bucket_mb", "must be in (0, 4096]");
   t.dp_overlap = c.get<bool>("dp_overlap", t.dp_overlap);

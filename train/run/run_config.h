@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/autocast.h"
 #include "framework/config.h"
 #include "train/data/recall_data.h"
 #include "kernels/backend.h"
@@ -62,6 +63,7 @@ struct TrainOptions {
   std::string init_from;      // a weights file (safetensors, keys = parameter names)
   int64_t max_bad_steps = 5;  // consecutive NaN/inf steps before the run stops
   std::string optimizer = "adamw";  // adamw | sgd
+  Precision precision = Precision::F32;  // bf16: matmuls in bf16 with f32 master weights (framework/autocast.h)
   // data parallel under mpirun (train/run/data_parallel.h)
   float dp_bucket_mb = 25.f;   // gradient all-reduce bucket (PyTorch DDP's default)
   bool dp_overlap = true;      // start a bucket's all-reduce during backward, as soon as its gradients are complete

@@ -205,6 +205,11 @@ LoadedRun load_run(const std::string& dir, const std::string& which, bool load_d
       std::cerr << "note: " << note << "\n";
   }
   r.model->to(r.config.train.device);
+  const TrainOptions& t = r.config.train;
+  if (const std::string w = check_precision(t.device, t.precision, dir + "/config.yaml: train.precision (or --precision)");
+      !w.empty())
+    std::cerr << w << "\n";
+  r.model->set_precision(t.precision);
   return r;
 }
 
@@ -229,6 +234,9 @@ int train_command(const TrainArgs& args) {
   const bool lead = comm->rank() == 0;  // writes the run directory, logs, evaluates
   comm->barrier();
   if (t.device == Device::CUDA) backend(Device::CUDA);  // a missing GPU is a clear error now, not mid-run
+  const std::string config_file = resume ? dir + "/config.yaml" : args.config_path;
+  if (const std::string w = check_precision(t.device, t.precision, config_file + ": train.precision"); !w.empty() && lead)
+    std::cerr << w << "\n";
 
   // ---- data, tokenizer, model
   // the task files (labels.txt) of a resumed run, or of the run train.init_from comes from: its label ids are the
@@ -243,6 +251,7 @@ int train_command(const TrainArgs& args) {
   rc.root.check_all_read();
   task->encode(*tok, model->max_len());
   model->to(t.device);
+  model->set_precision(t.precision);
   if (!t.init_from.empty() && !resume) {
     const std::string note = load_weights(t.init_from, *model);
     if (!note.empty() && lead) std::cerr << note << "\n";
@@ -261,7 +270,7 @@ int train_command(const TrainArgs& args) {
   }
 
   std::unique_ptr<Optimizer> optimizer = make_optimizer(t, *model);
-  TrainingStep step(*model, *optimizer, StepOptions{t.grad_accum, t.clip});
+  TrainingStep step(*model, *optimizer, StepOptions{t.grad_accum, t.clip, t.precision});
   std::unique_ptr<GradientReducer> reducer;
   if (comm->size() > 1)
     reducer = std::make_unique<GradientReducer>(*comm, model->parameters(), step.gradients(), t.dp_bucket_mb,

@@ -1,6 +1,7 @@
 #include "train/run/training_step.h"
 
 #include <cmath>
+#include <optional>
 
 #include "framework/autograd.h"
 #include "framework/ops.h"
@@ -9,7 +10,7 @@
 namespace hr {
 
 TrainingStep::TrainingStep(Module& model, Optimizer& optimizer, StepOptions options, GradientSync* sync)
-    : optimizer_(optimizer), options_(options), sync_(sync), grads_(model.parameters()) {
+    : optimizer_(optimizer), options_(options), sync_(sync), weights_(model.parameters()), grads_(weights_) {
   HR_CHECK(options_.grad_accum >= 1, "training step: grad_accum must be >= 1");
   HR_CHECK(options_.clip >= 0.f, "training step: clip must be >= 0");
 }
@@ -20,6 +21,7 @@ StepResult TrainingStep::run(const std::function<Tensor(int64_t micro)>& loss_of
   const float k = static_cast<float>(options_.grad_accum);
   bool finite = true;
   int64_t ran = 0;
+  std::optional<AutocastScope> autocast(std::in_place, options_.precision, weights_);  // closed before the update
   for (int64_t micro = 0; micro < options_.grad_accum; ++micro) {
     const Tensor loss = loss_of(micro);
     HR_CHECK(loss.defined() || sync_, "training step: a micro-batch without a loss");
@@ -38,6 +40,7 @@ StepResult TrainingStep::run(const std::function<Tensor(int64_t micro)>& loss_of
     backward(scale(loss, 1.f / k));  // the mean over micro-batches: the same gradient as one batch of k*b
   }
   r.loss /= static_cast<double>(ran);
+  autocast.reset();
   if (finite) {
     if (sync_) sync_->finish(grads_);
     r.grad_norm = grads_.norm();

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 
+#include "framework/autocast.h"
 #include "framework/flat_gradients.h"
 #include "framework/module.h"
 #include "framework/optim.h"
@@ -35,6 +36,7 @@ class GradientSync {
 struct StepOptions {
   int64_t grad_accum = 1;  // micro-batches per step
   float clip = 0.f;        // max global gradient norm; 0: no clipping
+  Precision precision = Precision::F32;  // bf16: forward and backward matmuls (one bf16 copy of a weight per step)
 };
 
 struct StepResult {
@@ -60,6 +62,7 @@ class TrainingStep {
   Optimizer& optimizer_;
   StepOptions options_;
   GradientSync* sync_;
+  std::vector<Tensor> weights_;  // the model's parameters, for the autocast scope
   FlatGradients grads_;
 };
 

@@ -33,12 +33,22 @@ double percentile(std::vector<double> v, double q) {
   return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
 }
 
-// sgemm rate of the backend at a size typical of the model's largest matmuls, median of several runs
-double sgemm_gflops(Device d, int64_t M, int64_t N, int64_t K) {
-  Tensor a = Tensor::full({M, K}, 0.5f, d), b = Tensor::full({N, K}, 0.25f, d), c = Tensor::empty({M, N}, d);
+// gemm rate of the backend at a size typical of the model's largest matmuls (median of several runs), with f32 or
+// bf16 inputs (f32 output either way), and the kernel that ran
+struct GemmRate {
+  double gflops = 0;
+  std::string implementation;
+};
+GemmRate gemm_rate(Device d, int64_t M, int64_t N, int64_t K, GemmInputs inputs) {
+  const Tensor a = Tensor::full({M, K}, 0.5f, d), b = Tensor::full({N, K}, 0.25f, d);
+  const bool low = inputs == GemmInputs::BF16;
+  const Tensor ain = low ? autocast::to_bf16(a) : a, bin = low ? autocast::to_bf16(b) : b;
+  Tensor c = Tensor::empty({M, N}, d);
   GemmArgs g;
-  g.M = M, g.N = N, g.K = K, g.transB = true;
-  g.A = a.data(), g.lda = K, g.B = b.data(), g.ldb = K, g.C = c.data(), g.ldc = N;
+  g.M = M, g.N = N, g.K = K, g.transB = true, g.inputs = inputs;
+  g.A = low ? static_cast<const void*>(ain.bf16()) : a.data(), g.lda = K;
+  g.B = low ? static_cast<const void*>(bin.bf16()) : b.data(), g.ldb = K;
+  g.C = c.data(), g.ldc = N;
   Backend& be = backend(d);
   for (int i = 0; i < 3; ++i) be.gemm(g);
   be.synchronize();
@@ -49,7 +59,7 @@ double sgemm_gflops(Device d, int64_t M, int64_t N, int64_t K) {
     be.synchronize();
     rates.push_back(2.0 * static_cast<double>(M * N * K) / seconds_since(t) / 1e9);
   }
-  return median(rates);
+  return {median(rates), be.gemm_implementation(g)};
 }
 
 // B random sequences of T tokens for `model`; a model with segment embeddings (QA) gets a question-and-context split
@@ -116,7 +126,7 @@ TrainingTiming time_training_steps(EncoderModel& model, int64_t B, int64_t T, in
   const Device d = model.device();
   const NamedTensors params = model.named_parameters();
   AdamW adamw(params, matrix_decay_flags(params), AdamWOptions{});
-  TrainingStep train_step(model, adamw, StepOptions{1, 1.f});
+  TrainingStep train_step(model, adamw, StepOptions{1, 1.f, model.precision()});
   const bool parallel = comm && comm->size() > 1;
   std::unique_ptr<GradientReducer> reducer;
   if (parallel) {
@@ -194,6 +204,7 @@ std::pair<double, double> forward_latency_percentiles_ms(EncoderModel& model, in
   const bool was_training = model.training();
   model.eval();
   NoGradGuard ng;
+  const AutocastScope autocast(model.precision(), model.parameters());  // bf16 weight copies made once, as a server would
   std::vector<double> ms;
   for (int i = 0; i < runs + 3; ++i) {
     const auto t = Clock::now();
@@ -211,9 +222,13 @@ double forward_latency_ms(EncoderModel& model, int64_t B, int64_t T, int64_t voc
 int bench_command(const BenchOptions& opt) {
   RunConfig rc = load_run_config(opt.config, opt.overrides);
   const Device d = rc.train.device;
+  const Precision precision = rc.train.precision;
+  if (const std::string w = check_precision(d, precision, opt.config + ": train.precision (or --precision)"); !w.empty())
+    std::cerr << w << "\n";
   manual_seed(0);
   auto model = build_model(rc.root.child("model"), ModelDims{opt.vocab, opt.classes});
   model->to(d);
+  model->set_precision(precision);
   const int64_t B = opt.batch, T = opt.seq_len > 0 ? opt.seq_len : model->max_len();
 
   // model FLOPs per training step: 3x the forward (forward + backward for inputs and weights)
@@ -237,6 +252,7 @@ int bench_command(const BenchOptions& opt) {
   std::vector<double> infer_s, latency_s;
   {
     NoGradGuard ng;
+    const AutocastScope autocast(precision, model->parameters());
     for (int64_t i = 0; i < opt.warmup + opt.steps; ++i) {
       const auto t = Clock::now();
       model->forward(in).to_vector();
@@ -249,29 +265,37 @@ int bench_command(const BenchOptions& opt) {
       if (i >= 5) latency_s.push_back(seconds_since(t));
     }
   }
-  // the model's dominant gemm shape: (B*T, ffn) x (ffn, D)
-  const double gemm = sgemm_gflops(d, B * T, model->d_model() * 4, model->d_model());
+  // the model's dominant gemm shape: (B*T, ffn) x (ffn, D), in f32 and, where the device has it, in bf16
+  const GemmRate f32_gemm = gemm_rate(d, B * T, model->d_model() * 4, model->d_model(), GemmInputs::F32);
+  std::string bf16_why;
+  const bool has_bf16 = backend(d).bf16_support(&bf16_why) != Backend::Bf16::None;
+  const GemmRate bf16_gemm =
+      has_bf16 ? gemm_rate(d, B * T, model->d_model() * 4, model->d_model(), GemmInputs::BF16) : GemmRate{};
+  const double gemm = precision == Precision::BF16 ? bf16_gemm.gflops : f32_gemm.gflops;  // what training could reach
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
 
   const double step = median(step_s), infer = median(infer_s);
   nlohmann::json j = {
-      {"config", opt.config}, {"device", device_name(d)}, {"batch", B}, {"seq_len", T},
+      {"config", opt.config}, {"device", device_name(d)}, {"precision", precision_name(precision)},
+      {"batch", B}, {"seq_len", T},
       {"parameters", model->num_parameters()},
       {"train_step_ms", step * 1e3}, {"train_tokens_per_s", static_cast<double>(B * T) / step},
       {"train_gflops", train_flops / step / 1e9},
       {"infer_batch_ms", infer * 1e3}, {"infer_tokens_per_s", static_cast<double>(B * T) / infer},
       {"infer_gflops", fwd_flops / infer / 1e9},
       {"latency_b1_p50_ms", percentile(latency_s, 0.5) * 1e3}, {"latency_b1_p95_ms", percentile(latency_s, 0.95) * 1e3},
-      {"sgemm_gflops", gemm}, {"train_vs_sgemm", train_flops / step / 1e9 / gemm},
+      {"sgemm_gflops", f32_gemm.gflops}, {"sgemm_implementation", f32_gemm.implementation},
+      {"bf16_gemm_gflops", bf16_gemm.gflops}, {"bf16_gemm_implementation", has_bf16 ? bf16_gemm.implementation : bf16_why},
+      {"train_vs_gemm", train_flops / step / 1e9 / gemm},
       {"peak_rss_mb", static_cast<double>(ru.ru_maxrss) / 1024.0},
       {"peak_device_mb", static_cast<double>(backend(d).peak_bytes_in_use()) / 1048576.0},
       {"steady_state_system_allocations", steady_allocs}, {"final_loss", timing.final_loss}};
   if (opt.json) {
     std::cout << j.dump() << "\n";
   } else {
-    std::printf("%s on %s: batch %lld x seq %lld, %lld parameters, median of %lld steps\n", opt.config.c_str(),
-                device_name(d), static_cast<long long>(B), static_cast<long long>(T),
+    std::printf("%s on %s in %s: batch %lld x seq %lld, %lld parameters, median of %lld steps\n",
+                opt.config.c_str(), device_name(d), precision_name(precision), static_cast<long long>(B), static_cast<long long>(T),
                 static_cast<long long>(model->num_parameters()), static_cast<long long>(opt.steps));
     std::printf("  training step      %9.1f ms  %9.0f tokens/s  %7.1f GFLOP/s (model FLOPs)\n", step * 1e3,
                 j["train_tokens_per_s"].get<double>(), j["train_gflops"].get<double>());
@@ -279,8 +303,13 @@ int bench_command(const BenchOptions& opt) {
                 j["infer_tokens_per_s"].get<double>(), j["infer_gflops"].get<double>());
     std::printf("  batch-1 latency    p50 %.2f ms  p95 %.2f ms\n", j["latency_b1_p50_ms"].get<double>(),
                 j["latency_b1_p95_ms"].get<double>());
-    std::printf("  sgemm (same run)   %9.1f GFLOP/s; training reaches %.0f%% of it\n", gemm,
-                100.0 * j["train_vs_sgemm"].get<double>());
+    std::printf("  f32 gemm (same run) %8.1f GFLOP/s  %s\n", f32_gemm.gflops, f32_gemm.implementation.c_str());
+    if (has_bf16)
+      std::printf("  bf16 gemm (same run) %7.1f GFLOP/s  %s\n", bf16_gemm.gflops, bf16_gemm.implementation.c_str());
+    else
+      std::printf("  bf16 gemm          none: %s\n", bf16_why.c_str());
+    std::printf("  training reaches %.0f%% of the %s gemm rate\n", 100.0 * j["train_vs_gemm"].get<double>(),
+                precision_name(precision));
     std::printf("  peak RSS %.0f MB; new system allocations during timed steps: %zu; loss of the last step %.4f\n",
                 j["peak_rss_mb"].get<double>(), steady_allocs, timing.final_loss);
   }

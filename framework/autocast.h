@@ -1,0 +1,46 @@
+// Mixed precision (train.precision: bf16) with the semantics of PyTorch's autocast and Megatron's bf16 training:
+// while a bf16 AutocastScope is open, matmul and linear multiply bf16 copies of their operands (forward and backward)
+// with f32 accumulation and an f32 result; everything else (softmax, layer norm, losses, reductions, gradient
+// accumulation, the optimizer) stays in f32, and the f32 weights stay the master copy that the optimizer updates and
+// checkpoints hold. A scope converts each weight it was given once, at its first use, and reuses that copy until it
+// closes: the training step opens one per optimizer step, evaluation one per pass. Weights must not change while a
+// scope that holds their copies is open.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "framework/tensor.h"
+
+namespace hr {
+
+enum class Precision : uint8_t { F32, BF16 };
+const char* precision_name(Precision p);
+
+class AutocastScope {
+ public:
+  // `weights`: the tensors whose bf16 copies may be kept for the scope's life (a model's parameters). A scope opened
+  // while another is open changes nothing: the outer one's precision and copies stay in force.
+  AutocastScope(Precision p, const std::vector<Tensor>& weights);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool owner_ = false;
+};
+
+namespace autocast {
+bool bf16();  // a bf16 scope is open
+// x (f32) rounded to bf16: the open scope's copy when x is one of its weights (made on first use), else a new tensor.
+Tensor to_bf16(const Tensor& x);
+int64_t weight_conversions();  // weight copies made so far in this process (tests: one per weight and scope)
+}  // namespace autocast
+
+// Whether device d can run precision p. Throws ConfigError naming `where` when it cannot (bf16 on a CPU without
+// AVX-512, or a GPU before Ampere); returns a warning for the user when it runs but slower than f32 (bf16 emulated on
+// AVX-512 without its bf16 instructions), else "".
+std::string check_precision(Device d, Precision p, const std::string& where);
+
+}  // namespace hr

@@ -1,0 +1,273 @@
+// bf16 mixed precision (framework/autocast.h): rounding, autocast's matmul and linear forward and backward against
+// references built from the rounded operands, the weight copies made once per scope, a tiny run trained in bf16
+// against f32, a bf16 checkpoint resumed in f32, and the choice made from the CPU's instruction set (emulated, or a
+// clear stop). The bf16 gemm kernel itself is tested in test_cpu_backend.cpp.
+#include <doctest/doctest.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "framework/autocast.h"
+#include "framework/autograd.h"
+#include "framework/ops.h"
+#include "kernels/cpu/onednn_matmul.h"
+#include "kernels/math/bf16.h"
+#include "tests/tiny_run.h"
+
+using namespace hr;
+using namespace hr::testing;
+
+namespace {
+
+bool bf16_runs() { return backend(Device::CPU).bf16_support(nullptr) != Backend::Bf16::None; }
+
+std::vector<float> random_values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+float round_bf16(float x) { return math::from_bf16(math::to_bf16(x)); }
+
+// out (M, N) = op(a) op(b) in double from bf16-rounded row-major operands a (M, K) or (K, M) and b (K, N) or (N, K)
+std::vector<double> rounded_product(const std::vector<float>& a, const std::vector<float>& b, int64_t M, int64_t N,
+                                    int64_t K, bool ta, bool tb) {
+  std::vector<double> out(static_cast<size_t>(M * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k)
+        s += double(round_bf16(a[ta ? k * M + i : i * K + k])) * round_bf16(b[tb ? j * K + k : k * N + j]);
+      out[i * N + j] = s;
+    }
+  return out;
+}
+
+void check_close(const std::vector<float>& got, const std::vector<double>& want, const char* what) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::abs(got[i] - want[i]) <= 1e-5 * (1 + std::abs(want[i])))) {
+      FAIL_CHECK(std::string(what) << ": element " << i << " is " << got[i] << ", expected " << want[i]);
+      return;
+    }
+}
+
+}  // namespace
+
+TEST_CASE("to_bf16 rounds to nearest even and keeps NaN, infinities and signs") {
+  const auto bits = [](uint32_t u) { return __builtin_bit_cast(float, u); };
+  CHECK(math::to_bf16(1.f) == 0x3F80);
+  CHECK(math::to_bf16(bits(0x3F808000u)) == 0x3F80);  // a tie, to the even neighbour below
+  CHECK(math::to_bf16(bits(0x3F818000u)) == 0x3F82);  // a tie, to the even neighbour above
+  CHECK(math::to_bf16(bits(0x3F808001u)) == 0x3F81);  // just above the tie
+  CHECK(math::to_bf16(-2.5f) == 0xC020);
+  CHECK(math::to_bf16(FLT_MAX) == 0x7F80);            // overflows to infinity, as IEEE rounding does
+  CHECK(math::to_bf16(-std::numeric_limits<float>::infinity()) == 0xFF80);
+  CHECK(std::isnan(math::from_bf16(math::to_bf16(bits(0x7F800001u)))));  // a NaN whose payload would carry into inf
+  CHECK(std::isnan(math::from_bf16(math::to_bf16(std::nanf("")))));
+
+  // the backend's conversion is the same function, on every element
+  std::vector<float> x = random_values(1000, 7);
+  x.push_back(bits(0x7F800001u));
+  x.push_back(0.f);
+  x.push_back(-0.f);
+  std::vector<uint16_t> y(x.size());
+  backend(Device::CPU).to_bf16(x.data(), y.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    CHECK(y[i] == math::to_bf16(x[i]));
+    if (std::isfinite(x[i])) CHECK(std::abs(math::from_bf16(y[i]) - x[i]) <= std::ldexp(std::abs(x[i]), -8));  // half an ulp
+  }
+}
+
+TEST_CASE("autocast: a weight is rounded once per scope, other tensors every time; a nested scope changes nothing") {
+  Tensor w = Tensor::from_vector(random_values(12, 1), {3, 4}).set_requires_grad();
+  const Tensor x = Tensor::from_vector(random_values(8, 2), {2, 4});
+  CHECK_FALSE(autocast::bf16());
+  const int64_t before = autocast::weight_conversions();
+  {
+    AutocastScope scope(Precision::BF16, {w});
+    CHECK(autocast::bf16());
+    const Tensor w1 = autocast::to_bf16(w), w2 = autocast::to_bf16(w);
+    CHECK(w1.same(w2));
+    CHECK(w1.dtype() == DType::BF16);
+    CHECK_FALSE(autocast::to_bf16(x).same(autocast::to_bf16(x)));
+    {
+      AutocastScope inner(Precision::F32, {});
+      CHECK(autocast::bf16());
+      CHECK(autocast::to_bf16(w).same(w1));
+    }
+    CHECK(autocast::weight_conversions() == before + 1);
+  }
+  CHECK_FALSE(autocast::bf16());
+  {
+    AutocastScope scope(Precision::BF16, {w});
+    autocast::to_bf16(w);
+  }
+  CHECK(autocast::weight_conversions() == before + 2);  // a new scope (a new optimizer step) rounds it again
+  AutocastScope f32(Precision::F32, {w});
+  CHECK_FALSE(autocast::bf16());
+}
+
+TEST_CASE("autocast: linear and matmul multiply rounded operands, forward and backward; f32 outside a scope" *
+          doctest::skip(!bf16_runs())) {
+  const int64_t rows = 5, in = 70, out = 3;
+  const std::vector<float> xv = random_values(rows * in, 3), wv = random_values(out * in, 4), bv = random_values(out, 5);
+  const std::vector<float> rv = random_values(rows * out, 6);  // the gradient that reaches y
+  Tensor x = Tensor::from_vector(xv, {rows, in}).set_requires_grad();
+  Tensor w = Tensor::from_vector(wv, {out, in}).set_requires_grad();
+  Tensor b = Tensor::from_vector(bv, {out}).set_requires_grad();
+  {
+    AutocastScope scope(Precision::BF16, {w, b});
+    const Tensor y = linear(x, w, b);
+    std::vector<double> want = rounded_product(xv, wv, rows, out, in, false, true);
+    for (int64_t i = 0; i < rows * out; ++i) want[i] += bv[i % out];
+    check_close(y.to_vector(), want, "linear forward");
+    backward(y, Tensor::from_vector(rv, {rows, out}));
+  }
+  check_close(x.grad().to_vector(), rounded_product(rv, wv, rows, in, out, false, false), "linear dx");
+  check_close(w.grad().to_vector(), rounded_product(rv, xv, out, in, rows, true, false), "linear dw");
+  std::vector<double> gb(out, 0.0);
+  for (int64_t i = 0; i < rows * out; ++i) gb[i % out] += rv[i];
+  check_close(b.grad().to_vector(), gb, "linear db (f32)");
+
+  // outside a scope: f32, so the rounded reference is off by more than the tolerance somewhere
+  const std::vector<float> y32 = linear(x, w, Tensor()).to_vector();
+  const std::vector<double> r16 = rounded_product(xv, wv, rows, out, in, false, true);
+  double diff = 0;
+  for (size_t i = 0; i < y32.size(); ++i) diff = std::max(diff, std::abs(y32[i] - r16[i]));
+  CHECK(diff > 1e-4);
+
+  // batched matmul, b transposed: (2, 4, 70) @ (2, 6, 70)^T
+  const int64_t M = 4, N = 6, K = 70;
+  const std::vector<float> av = random_values(2 * M * K, 8), cv = random_values(2 * N * K, 9),
+                           gv = random_values(2 * M * N, 10);
+  Tensor a = Tensor::from_vector(av, {2, M, K}).set_requires_grad();
+  Tensor c = Tensor::from_vector(cv, {2, N, K}).set_requires_grad();
+  {
+    AutocastScope scope(Precision::BF16, {});
+    const Tensor p = matmul(a, c, false, true);
+    const std::vector<float> got = p.to_vector();
+    for (int64_t bi = 0; bi < 2; ++bi) {
+      const std::vector<float> a1(av.begin() + bi * M * K, av.begin() + (bi + 1) * M * K);
+      const std::vector<float> c1(cv.begin() + bi * N * K, cv.begin() + (bi + 1) * N * K);
+      const std::vector<float> g1(gv.begin() + bi * M * N, gv.begin() + (bi + 1) * M * N);
+      check_close(std::vector<float>(got.begin() + bi * M * N, got.begin() + (bi + 1) * M * N),
+                  rounded_product(a1, c1, M, N, K, false, true), "matmul forward");
+      if (bi == 1) {
+        backward(p, Tensor::from_vector(gv, {2, M, N}));
+        const std::vector<float> ga = a.grad().to_vector(), gc = c.grad().to_vector();
+        check_close(std::vector<float>(ga.begin() + M * K, ga.end()), rounded_product(g1, c1, M, K, N, false, false),
+                    "matmul da");
+        check_close(std::vector<float>(gc.begin() + N * K, gc.end()), rounded_product(g1, a1, N, K, M, true, false),
+                    "matmul dc");
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- whole runs (the headroom binary)
+
+namespace {
+
+std::string tiny_bench(const TempDir& d) {
+  return "bench " + quote(setup(d)) + " --steps 2 --warmup 0 --batch 4 --vocab 60 --classes 3";
+}
+
+}  // namespace
+
+TEST_CASE("a tiny run trains in bf16 to the loss of f32; its checkpoint resumes in f32 and evaluates in both" *
+          doctest::skip(!bf16_runs())) {
+  TempDir d;
+  const std::string cfg = setup(d), steps = " --set train.lr=0.01 --set train.max_steps=60";
+  const Result f32 = headroom("train " + quote(cfg) + steps + " --out " + quote(d / "f32"));
+  REQUIRE_MESSAGE(f32.code == 0, f32.output);
+  const Result bf16 = headroom("train " + quote(cfg) + steps + " --set train.precision=bf16 --out " + quote(d / "bf16"));
+  REQUIRE_MESSAGE(bf16.code == 0, bf16.output);
+  const auto l32 = losses(d / "f32"), l16 = losses(d / "bf16");
+  REQUIRE(l32.size() == 60);
+  REQUIRE(l16.size() == 60);
+  const auto last10 = [](const std::map<int64_t, double>& l) {
+    double s = 0;
+    for (int64_t step = 51; step <= 60; ++step) s += l.at(step);
+    return s / 10;
+  };
+  // the same data, seed and dropout: the first step differs by the rounding alone, and 60 steps later both runs have
+  // learned as much (stated tolerances: 1% at the first step; mean of the last 10 losses within 0.05 + 15%)
+  CHECK(std::abs(l16.at(1) - l32.at(1)) <= 0.01 * l32.at(1));
+  CHECK(l16.at(1) != l32.at(1));                // the bf16 run did round
+  CHECK(l32.at(1) - last10(l32) > 0.5);         // f32 learned (1.10 -> 0.14 here), so agreeing with it means something
+  CHECK(std::abs(last10(l16) - last10(l32)) <= 0.05 + 0.15 * last10(l32));
+
+  // the checkpoint holds f32 master weights: it resumes in f32 and keeps the new precision for the next resume
+  const Result resumed = headroom("train --resume " + quote(d / "bf16") +
+                                  " --set train.precision=f32 --set train.max_steps=65");
+  REQUIRE_MESSAGE(resumed.code == 0, resumed.output);
+  CHECK(losses(d / "bf16").size() == 65);
+  CHECK(read_file(d / "bf16/config.yaml").find("precision: f32") != std::string::npos);
+
+  // eval takes --precision; on this tiny model both give the same accuracy
+  const Result e32 = headroom("eval --run " + quote(d / "bf16") + " --split eval --precision f32 --json");
+  const Result e16 = headroom("eval --run " + quote(d / "bf16") + " --split eval --precision bf16 --json");
+  REQUIRE_MESSAGE(e32.code == 0, e32.output);
+  REQUIRE_MESSAGE(e16.code == 0, e16.output);
+  const auto acc = [](const Result& r) {
+    return nlohmann::json::parse(r.output.substr(r.output.rfind("{\"checkpoint\"")))["eval"]["accuracy"].get<double>();
+  };
+  CHECK(std::abs(acc(e32) - acc(e16)) <= 0.07);  // 15 rows: one row's flip allowed
+  const Result p16 = headroom("predict --run " + quote(d / "bf16") + " --precision bf16 --text 'play a song'");
+  CHECK_MESSAGE(p16.code == 0, p16.output);
+  CHECK(p16.output.find("\"label\"") != std::string::npos);
+}
+
+TEST_CASE("bf16 is chosen from oneDNN's instruction set: native, emulated, or none") {
+  using dnnl::cpu_isa;
+  std::string why;
+  CHECK(OneDnnMatmul::bf16_support_for(cpu_isa::avx512_core_amx, &why) == Backend::Bf16::Native);
+  CHECK(OneDnnMatmul::bf16_support_for(cpu_isa::avx512_core_bf16, &why) == Backend::Bf16::Native);
+  CHECK(OneDnnMatmul::bf16_support_for(cpu_isa::avx512_core_vnni, &why) == Backend::Bf16::Emulated);
+  CHECK(OneDnnMatmul::bf16_support_for(cpu_isa::avx512_core, &why) == Backend::Bf16::Emulated);
+  CHECK(why.find("avx512_core") != std::string::npos);
+  CHECK(OneDnnMatmul::bf16_support_for(cpu_isa::avx2_vnni, &why) == Backend::Bf16::None);
+  CHECK(OneDnnMatmul::bf16_support_for(cpu_isa::avx2, &why) == Backend::Bf16::None);
+  CHECK(why.find("avx2") != std::string::npos);
+  CHECK(OneDnnMatmul::bf16_support_for(cpu_isa::sse41, &why) == Backend::Bf16::None);
+
+  // a CPU without AVX-512 (DNNL_MAX_CPU_ISA caps what oneDNN uses, as such a machine would): a clear stop, exit 2
+  TempDir d;
+  const Result none = shell("DNNL_MAX_CPU_ISA=AVX2 " + quote(std::string(std::getenv("HR_BUILD_ROOT")) + "/headroom") +
+                            " " + tiny_bench(d) + " --precision bf16");
+  CHECK(none.code == 2);
+  CHECK_MESSAGE(none.output.find("train.precision") != std::string::npos, none.output);
+  CHECK_MESSAGE(none.output.find("avx2") != std::string::npos, none.output);
+  CHECK_MESSAGE(none.output.find("use precision f32") != std::string::npos, none.output);
+  const Result f32 = shell("DNNL_MAX_CPU_ISA=AVX2 " + quote(std::string(std::getenv("HR_BUILD_ROOT")) + "/headroom") +
+                           " " + tiny_bench(d) + " --precision f32");
+  CHECK_MESSAGE(f32.code == 0, f32.output);
+}
+
+TEST_CASE("bf16 emulated on AVX-512 without bf16 instructions: a warning, and the numbers of the native path" *
+          doctest::skip(!bf16_runs())) {
+  TempDir d;
+  const std::string cfg = setup(d);
+  const std::string bin = quote(std::string(std::getenv("HR_BUILD_ROOT")) + "/headroom");
+  const Result native = headroom("train " + quote(cfg) + " --set train.precision=bf16 --set train.max_steps=6 --out " +
+                                 quote(d / "native"));
+  REQUIRE_MESSAGE(native.code == 0, native.output);
+  const Result emulated = shell("DNNL_MAX_CPU_ISA=AVX512_CORE " + bin + " train " + quote(cfg) +
+                                " --set train.precision=bf16 --set train.max_steps=6 --out " + quote(d / "emulated"));
+  REQUIRE_MESSAGE(emulated.code == 0, emulated.output);
+  std::string why;
+  if (OneDnnMatmul::bf16_support_for(dnnl::get_effective_cpu_isa(), &why) == Backend::Bf16::Native)
+    CHECK_MESSAGE(emulated.output.find("emulated") != std::string::npos, emulated.output);
+  // the same rounded operands, only the kernels' summation order differs
+  const auto ln = losses(d / "native"), le = losses(d / "emulated");
+  REQUIRE(ln.size() == 6);
+  REQUIRE(le.size() == 6);
+  for (const auto& [step, loss] : ln) CHECK(std::abs(le.at(step) - loss) <= 1e-3 * (1 + loss));
+}
