@@ -5,8 +5,8 @@
 # Stages, each under its own timeout so that the whole check stays under 7 minutes (the device tool stops a command at
 # 10): finding the GPU (nvidia-smi); unpacking the bundle and listing its libraries; the GPU tests (test_cuda_backend: every Backend
 # method against the CPU backend; test_gpu_parity: every op and a whole training step against the CPU); a BERT-base
-# training step (configs/bert-base.yaml, batch 32 x 128 tokens, AdamW) with `headroom bench` in full FP32 and with
-# HR_CUDA_TF32=1; the same step in the device's PyTorch (scripts/torch_step.py). Then a results table.
+# training step (configs/bert-base.yaml, batch 32 x 128 tokens, AdamW) with `headroom bench` in full FP32, with
+# HR_CUDA_TF32=1 and in bf16 (--precision bf16: cuBLAS bf16 inputs, f32 accumulation); the same step in the device's PyTorch (scripts/torch_step.py). Then a results table.
 #
 # Every stage writes its log into $OUT (default gpu-check-out/) while it runs, so a timeout loses nothing:
 # gpu-check.log (this script's own output), NN-stage.log, stages.md (each stage's status and time, appended as they
@@ -97,6 +97,7 @@ echo "| nccl-parity | skipped: $reason | 0 |" >>"$OUT/stages.md"
 bench=(bench configs/bert-base.yaml --batch 32 --seq-len 128 --vocab 30522 --classes 2 --steps 10 --warmup 3 --json)
 stage bench-fp32 60 env HR_CUDA_TF32=0 "${run[@]}" headroom "${bench[@]}"
 stage bench-tf32 60 env HR_CUDA_TF32=1 "${run[@]}" headroom "${bench[@]}"
+stage bench-bf16 60 env HR_CUDA_TF32=0 "${run[@]}" headroom "${bench[@]}" --precision bf16
 stage torch 75 python3 scripts/torch_step.py --batch 32 --seq-len 128 --steps 10 --warmup 3
 
 # ---- the table: from whatever the timing stages printed
@@ -121,11 +122,12 @@ def cell(j, key, scale=1.0, fmt="{:.1f}"):
 
 runs = [("headroom FP32", j) for j in json_lines("*-bench-fp32.log")]
 runs += [("headroom TF32 (HR_CUDA_TF32=1)", j) for j in json_lines("*-bench-tf32.log")]
+runs += [("headroom bf16 (--precision bf16)", j) for j in json_lines("*-bench-bf16.log")]
 runs += [(f"{j.get('framework', 'pytorch')}, {j.get('attention')} attention, {'TF32' if j.get('tf32') else 'FP32'}", j)
          for j in json_lines("*-torch.log")]
 device = next((j["device"] for _, j in runs if "device" in j), "the device")
 print(f"# BERT-base training step on {device}: batch 32 x 128 tokens, AdamW, median of 10 steps\n")
-head = ["run", "step ms", "tokens/s", "model TFLOP/s", "peak device MB", "sgemm TFLOP/s", "loss"]
+head = ["run", "step ms", "tokens/s", "model TFLOP/s", "peak device MB", "sgemm TFLOP/s", "bf16 gemm TFLOP/s", "loss"]
 print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))
 for name, j in runs:
@@ -133,7 +135,8 @@ for name, j in runs:
         name += f" ({j['error'][:80]})"
     print(f"| {name} | {cell(j, 'train_step_ms')} | {cell(j, 'train_tokens_per_s', fmt='{:.0f}')} | "
           f"{cell(j, 'train_gflops', 1e-3, '{:.2f}')} | {cell(j, 'peak_device_mb', fmt='{:.0f}')} | "
-          f"{cell(j, 'sgemm_gflops', 1e-3, '{:.2f}')} | {cell(j, 'final_loss', fmt='{:.4f}')} |")
+          f"{cell(j, 'sgemm_gflops', 1e-3, '{:.2f}')} | {cell(j, 'bf16_gemm_gflops', 1e-3, '{:.2f}')} | "
+          f"{cell(j, 'final_loss', fmt='{:.4f}')} |")
 if not runs:
     print("(no timing stage printed a result: see the stage logs)")
 print("\nmodel TFLOP/s: 3x the forward FLOPs of the layers and head per step (headroom's count); sgemm: cuBLAS on "
