@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Where a CPU training step's time goes: perf samples `headroom bench` on the reference config (after the build) and
 # groups the symbols into the kinds of work of docs/profile.md. Needs perf (Debian: linux-perf).
-# Usage: [HEADROOM=binary] scripts/profile.sh [CONFIG] [extra bench args]   (default configs/bench-cpu.yaml, 30 steps)
+# Usage: [HEADROOM=binary] scripts/profile.sh [CONFIG] [extra bench args, e.g. --precision bf16]
+#   (default configs/bench-cpu.yaml, 30 steps)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 config=${1:-configs/bench-cpu.yaml}; shift || true
@@ -10,7 +11,7 @@ perf record -q -o "$data" -F 499 "${HEADROOM:-build/headroom}" bench "$config" -
 perf report -i "$data" --no-children --sort dso,sym --stdio 2>/dev/null | python3 -c '
 import re, sys
 groups = [("gemm and large elementwise (oneDNN JIT code)", r"\[JIT\]|libdnnl"),
-          ("dropout", r"dropout"), ("AdamW", r"adamw"), ("layer norm", r"layer_norm"),
+          ("rounding to bf16 (matmul operands)", r"to_bf16"), ("dropout", r"dropout"), ("AdamW", r"adamw"), ("layer norm", r"layer_norm"),
           ("softmax (scale, mask, backward)", r"softmax"), ("elementwise binary/unary", r"binary|unary|for_each_run<3"),
           ("copies (permute, slice, concat)", r"copy_strided|memmove|memcpy"), ("reductions (bias grads, norms)", r"sum_columns|sum_squares|sum_to"),
           ("kernel (page faults, scheduling)", r"\[kernel"), ("other", r".")]
