@@ -124,6 +124,22 @@ TEST_CASE("allocate: search, allocated config, compare runs over seeds, reuse on
   CHECK(other.output.find("holds an allocation made with another config") != std::string::npos);
 }
 
+TEST_CASE("allocate: --match none keeps the search model's head_dim (--wide-head-dim)") {
+  TempDir d;
+  const std::string cfg = setup(d);
+  const std::string out = d / "alloc";
+  const Result r = headroom("allocate " + quote(cfg) + " --set train.max_steps=10 --wide-heads 3 --wide-head-dim 4 "
+                            "--match none --seeds 1 --out " + quote(out));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(read_file(out + "/search/config.yaml").find("head_dim: 4") != std::string::npos);
+  const YAML::Node layers = YAML::LoadFile(out + "/allocated.yaml")["model"]["layers"];
+  REQUIRE(layers.size() == 2);
+  for (size_t l = 0; l < 2; ++l) CHECK(layers[l]["attention"]["head_dim"].as<int64_t>() == 4);
+  CHECK(fs::exists(out + "/runs/allocated-s0/result.json"));
+  CHECK(fs::exists(out + "/runs/uniform-s0/result.json"));
+  CHECK(!fs::exists(out + "/runs/uniform-s1"));
+}
+
 TEST_CASE("allocate: bad arguments and configs that cannot be widened exit 2") {
   TempDir d;
   const std::string cfg = setup(d);

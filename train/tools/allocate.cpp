@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "framework/atomic_file.h"
 #include "kernels/base/error.h"
@@ -202,7 +204,11 @@ int allocate_command(const AllocateArgs& args) {
       wide.push_back(layer_key(g, "heads=") + std::to_string(args.wide_heads));
       if (args.wide_head_dim > 0) wide.push_back(layer_key(g, "head_dim=") + std::to_string(args.wide_head_dim));
       wide.push_back(layer_key(g, "gates.type=l0"));
-      if (args.l0_lambda >= 0) wide.push_back(layer_key(g, "gates.lambda=") + std::to_string(args.l0_lambda));
+      if (args.l0_lambda >= 0) {
+        std::ostringstream lambda;  // all digits: std::to_string would write 1e-7 as 0.000000
+        lambda << std::setprecision(9) << args.l0_lambda;
+        wide.push_back(layer_key(g, "gates.lambda=") + lambda.str());
+      }
     }
     wide.push_back("train.seed=0");
     train_or_resume("allocate", "the search model (" + std::to_string(args.wide_heads) + " gated heads a layer)",
@@ -269,6 +275,8 @@ int allocate_command(const AllocateArgs& args) {
                           {"uniform_parameters", us[l].parameters}});
   }
   for (const auto& n : plan.notes) std::printf("note: %s\n", n.c_str());
+  for (size_t l = 0; l < L; ++l)
+    if (plan.keep[l].empty()) std::printf("note: layer %zu: every gate closed; it keeps one head\n", l);
   const int64_t up = uniform_model->num_parameters(), ap = allocated_model->num_parameters();
   std::printf("allocate: parameters uniform %lld, allocated %lld (%+.2f%%); written to %s/allocated.yaml\n",
               static_cast<long long>(up), static_cast<long long>(ap), 100.0 * static_cast<double>(ap - up) / up,
