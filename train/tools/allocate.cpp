@@ -236,20 +236,11 @@ int allocate_command(const AllocateArgs& args) {
     head_dim[l] = args.match == "params" ? matched_head_dim(kept, uniform_width) : wide_stats[l].head_dim;
 
   YAML::Node root = YAML::Load(base.root.dump());
-  YAML::Node layers(YAML::NodeType::Sequence);
-  size_t index = 0;
-  for (const YAML::Node& group : root["model"]["layers"]) {
-    const int64_t repeat = group["repeat"] ? group["repeat"].as<int64_t>() : 1;
-    for (int64_t r = 0; r < repeat; ++r, ++index) {
-      YAML::Node layer = YAML::Clone(group);
-      layer.remove("repeat");
-      layer["attention"]["heads"] = kept[index];
-      layer["attention"]["head_dim"] = head_dim[index];
-      layer["attention"].remove("gates");
-      layers.push_back(layer);
-    }
-  }
-  root["model"]["layers"] = layers;
+  root["model"] = one_group_per_layer(model, [&](size_t l, YAML::Node& layer) {
+    layer["attention"]["heads"] = kept[l];
+    layer["attention"]["head_dim"] = head_dim[l];
+    layer["attention"].remove("gates");
+  });
   YAML::Emitter emit;
   emit << root;
   const std::string allocated_yaml = std::string(emit.c_str()) + "\n";
