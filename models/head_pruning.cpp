@@ -25,24 +25,15 @@ std::vector<int64_t> all_heads(int64_t H) {
   return v;
 }
 
-// One layer group per layer: the source group without `repeat`, each heads layer rewritten by the layer itself.
+// One layer group per layer, each heads layer rewritten by the layer itself.
 YAML::Node pruned_model_node(const Config& model_block, const EncoderModel& model, const PrunePlan& plan) {
-  YAML::Node m = YAML::Load(model_block.dump());
-  YAML::Node layers(YAML::NodeType::Sequence);
-  size_t index = 0;
-  for (const YAML::Node& group : m["layers"]) {
-    const int64_t repeat = group["repeat"] ? group["repeat"].as<int64_t>() : 1;
-    for (int64_t r = 0; r < repeat; ++r, ++index) {
-      HR_CHECK(index < model.num_layers(), "prune: the config's layer groups do not match the model");
-      YAML::Node layer = YAML::Clone(group);
-      layer.remove("repeat");
-      if (plan.attention[index])
-        model.layer(index).heads()->write_pruned_block(layer, plan.keep[index]);
-      layers.push_back(layer);
-    }
-  }
-  HR_CHECK(index == model.num_layers(), "prune: the config's layer groups do not match the model");
-  m["layers"] = layers;
+  size_t layers = 0;
+  YAML::Node m = one_group_per_layer(model_block, [&](size_t index, YAML::Node& layer) {
+    HR_CHECK(index < model.num_layers(), "prune: the config's layer groups do not match the model");
+    if (plan.attention[index]) model.layer(index).heads()->write_pruned_block(layer, plan.keep[index]);
+    layers = index + 1;
+  });
+  HR_CHECK(layers == model.num_layers(), "prune: the config's layer groups do not match the model");
   return m;
 }
 
@@ -54,6 +45,23 @@ HeadScores per_heads_layer(const EncoderModel& model, std::vector<float> (Attent
 }
 
 }  // namespace
+
+YAML::Node one_group_per_layer(const Config& model_block, const std::function<void(size_t, YAML::Node&)>& edit) {
+  YAML::Node m = YAML::Load(model_block.dump());
+  YAML::Node layers(YAML::NodeType::Sequence);
+  size_t index = 0;
+  for (const YAML::Node& group : m["layers"]) {
+    const int64_t repeat = group["repeat"] ? group["repeat"].as<int64_t>() : 1;
+    for (int64_t r = 0; r < repeat; ++r, ++index) {
+      YAML::Node layer = YAML::Clone(group);
+      layer.remove("repeat");
+      edit(index, layer);
+      layers.push_back(layer);
+    }
+  }
+  m["layers"] = layers;
+  return m;
+}
 
 std::string head_list(const std::vector<int64_t>& heads) {
   std::string s;

@@ -4,6 +4,7 @@
 // so the pruned model has no gates. docs/heads.md says when the result is exact and why some heads must stay.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,10 @@ struct PrunedModel {
   std::string model_yaml;  // the new model: block, one layer group per layer
   std::unique_ptr<EncoderModel> model;  // on the CPU, its weights copied and gates folded
 };
+
+// The `model:` block with one layer group per layer (each group's `repeat` unrolled, `repeat` removed), `edit` called
+// on each layer's block with the layer's index: how prune and allocate write per-layer head counts.
+YAML::Node one_group_per_layer(const Config& model_block, const std::function<void(size_t, YAML::Node&)>& edit);
 
 // "[0, 2, 5]": a list of head indices in messages and reports.
 std::string head_list(const std::vector<int64_t>& heads);

@@ -22,6 +22,7 @@ Command add_bench_command(CLI::App& app);
 Command add_prune_command(CLI::App& app);
 Command add_heads_command(CLI::App& app);
 Command add_sweep_command(CLI::App& app);
+Command add_allocate_command(CLI::App& app);
 Command add_attention_command(CLI::App& app);
 Command add_import_hf_command(CLI::App& app);
 Command add_export_hf_command(CLI::App& app);

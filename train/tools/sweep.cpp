@@ -1,6 +1,5 @@
 #include "train/tools/sweep.h"
 
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -9,7 +8,6 @@
 #include <sstream>
 
 #include "kernels/base/error.h"
-#include "train/tools/bench.h"
 #include "train/tools/plot.h"
 #include "train/run/trainer.h"
 
@@ -23,54 +21,26 @@ std::string run_dir(const std::string& sweep_dir, int64_t heads, int64_t seed) {
   return sweep_dir + "/heads" + std::to_string(heads) + "-seed" + std::to_string(seed);
 }
 
-// Timings of a finished run's model, all on synthetic batches of its own shape so that runs compare fairly: a
-// training step at the run's batch size and model.max_len, and eval-mode forward latency at batch 1 and 32.
-void measure_timings(LoadedRun& run, SweepResult& s) {
-  const int64_t T = run.model->max_len(), V = run.tokenizer->vocab().size();
-  s.latency_b1_ms = forward_latency_ms(*run.model, 1, T, V, 100);
-  s.latency_b32_ms = forward_latency_ms(*run.model, 32, T, V, 30);
-  s.step_ms = median(time_training_steps(*run.model, run.config.train.batch_size, T, V, 3, 20).step_seconds) * 1e3;
-}
-
 SweepResult measure_run(const std::string& dir, int64_t heads, int64_t head_dim, int64_t seed) {
   LoadedRun run = load_run(dir, "best");
-  const std::string split = run.task->has_split("test") ? "test" : "eval";
-  const EvalResult r = run.task->evaluate(*run.model, split, run.config.train.device, 64);
   SweepResult s;
+  static_cast<RunMeasurement&>(s) = measure_run(run);
   s.heads = heads;
   s.head_dim = head_dim;
   s.seed = seed;
-  s.parameters = run.model->num_parameters();
-  s.metric = split + "_" + r.primary;
-  s.value = r.primary_value();
-  measure_timings(run, s);
   return s;
 }
 
 nlohmann::json to_json(const SweepResult& s) {
-  return {{"heads", s.heads}, {"head_dim", s.head_dim}, {"seed", s.seed}, {"parameters", s.parameters},
-          {"metric", s.metric}, {"value", s.value}, {"step_ms", s.step_ms}, {"latency_b1_ms", s.latency_b1_ms},
-          {"latency_b32_ms", s.latency_b32_ms}};
+  nlohmann::json j = to_json(static_cast<const RunMeasurement&>(s));
+  j["heads"] = s.heads, j["head_dim"] = s.head_dim, j["seed"] = s.seed;
+  return j;
 }
 
 SweepResult from_json(const nlohmann::json& j) {
   SweepResult s;
-  s.heads = j.at("heads"), s.head_dim = j.at("head_dim"), s.seed = j.at("seed"), s.parameters = j.at("parameters");
-  s.metric = j.at("metric"), s.value = j.at("value"), s.step_ms = j.at("step_ms");
-  s.latency_b1_ms = j.at("latency_b1_ms"), s.latency_b32_ms = j.at("latency_b32_ms");
-  return s;
-}
-
-struct Stat {
-  double mean = 0, sd = 0;
-};
-Stat stat(const std::vector<double>& v) {
-  Stat s;
-  for (double x : v) s.mean += x / static_cast<double>(v.size());
-  if (v.size() > 1) {
-    for (double x : v) s.sd += (x - s.mean) * (x - s.mean);
-    s.sd = std::sqrt(s.sd / static_cast<double>(v.size() - 1));
-  }
+  static_cast<RunMeasurement&>(s) = measurement_from_json(j);
+  s.heads = j.at("heads"), s.head_dim = j.at("head_dim"), s.seed = j.at("seed");
   return s;
 }
 
@@ -90,28 +60,25 @@ void write_sweep_report(const std::string& dir, const std::vector<SweepResult>& 
      << "latency b32 ms |\n|---:|---:|---:|---:|---:|---:|---:|\n";
   PlotSeries acc{metric, {}, {}, {}}, lat1{"batch 1", {}, {}, {}}, lat32{"batch 32", {}, {}, {}};
   for (const auto& [h, runs] : by_heads) {
-    std::vector<double> v, step, l1, l32;
-    for (const auto& r : runs) {
-      v.push_back(r.value);
-      step.push_back(r.step_ms);
-      l1.push_back(r.latency_b1_ms);
-      l32.push_back(r.latency_b32_ms);
-    }
-    const Stat sv = stat(v), ss = stat(step), s1 = stat(l1), s32 = stat(l32);
+    std::vector<const RunMeasurement*> seeds;
+    for (const auto& r : runs) seeds.push_back(&r);
+    const SeedSummary sum = summarize_seeds(seeds);
+    const MeanSd sv = sum.value;
     csv << h << "," << runs[0].head_dim << "," << runs[0].parameters << "," << runs.size() << "," << sv.mean << ","
-        << sv.sd << "," << ss.mean << "," << s1.mean << "," << s32.mean << "\n";
+        << sv.sd << "," << sum.step_ms << "," << sum.latency_b1_ms << "," << sum.latency_b32_ms << "\n";
     char line[256];
     std::snprintf(line, sizeof line, "| %lld | %lld | %lld | %.4f ± %.4f (%zu) | %.1f | %.2f | %.1f |\n",
                   static_cast<long long>(h), static_cast<long long>(runs[0].head_dim),
-                  static_cast<long long>(runs[0].parameters), sv.mean, sv.sd, runs.size(), ss.mean, s1.mean, s32.mean);
+                  static_cast<long long>(runs[0].parameters), sv.mean, sv.sd, runs.size(), sum.step_ms,
+                  sum.latency_b1_ms, sum.latency_b32_ms);
     md << line;
     acc.x.push_back(static_cast<double>(h));
     acc.y.push_back(sv.mean);
     acc.y_err.push_back(sv.sd);
     lat1.x.push_back(static_cast<double>(h));
-    lat1.y.push_back(s1.mean);
+    lat1.y.push_back(sum.latency_b1_ms);
     lat32.x.push_back(static_cast<double>(h));
-    lat32.y.push_back(s32.mean);
+    lat32.y.push_back(sum.latency_b32_ms);
   }
   write_line_plot_png(dir + "/accuracy_vs_heads.png",
                       LinePlot{metric + " vs heads per layer (mean ± sd over seeds)", "heads per layer", metric, {acc},
@@ -150,24 +117,14 @@ int sweep_command(const SweepArgs& args) {
         std::cout << "sweep: reusing " << run << "\n";
         continue;
       }
-      TrainArgs t;
-      t.overrides = args.overrides;
+      std::vector<std::string> overrides = args.overrides;
       for (size_t g = 0; g < groups; ++g) {
-        t.overrides.push_back("model.layers." + std::to_string(g) + ".attention.heads=" + std::to_string(h));
-        t.overrides.push_back("model.layers." + std::to_string(g) + ".attention.head_dim=" + std::to_string(hd));
+        overrides.push_back("model.layers." + std::to_string(g) + ".attention.heads=" + std::to_string(h));
+        overrides.push_back("model.layers." + std::to_string(g) + ".attention.head_dim=" + std::to_string(hd));
       }
-      t.overrides.push_back("train.seed=" + std::to_string(seed));
-      t.quiet = true;
-      if (fs::exists(run + "/checkpoint-last.safetensors")) {
-        t.resume_dir = run;  // interrupted earlier: continue it
-      } else {
-        fs::remove_all(run);
-        t.config_path = args.config;
-        t.out_dir = run;
-      }
-      std::cout << "sweep: training " << h << " heads x " << hd << ", seed " << seed << " -> " << run << std::endl;
-      const int rc = train_command(t);
-      HR_CHECK(rc == 0, "sweep: the run " + run + " failed (exit code " + std::to_string(rc) + ")");
+      overrides.push_back("train.seed=" + std::to_string(seed));
+      train_or_resume("sweep", std::to_string(h) + " heads x " + std::to_string(hd) + ", seed " + std::to_string(seed),
+                      run, args.config, overrides);
       SweepResult r = measure_run(run, h, hd, seed);
       std::ofstream(result_path) << to_json(r).dump(2) << "\n";
       results.push_back(r);

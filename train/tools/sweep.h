@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "train/tools/measured_run.h"
+
 namespace hr {
 
 struct SweepArgs {
@@ -24,10 +26,8 @@ struct SweepArgs {
 int sweep_command(const SweepArgs& args);
 
 // One finished run of a sweep, as stored in its result.json.
-struct SweepResult {
-  int64_t heads = 0, head_dim = 0, seed = 0, parameters = 0;
-  std::string metric;
-  double value = 0, step_ms = 0, latency_b1_ms = 0, latency_b32_ms = 0;
+struct SweepResult : RunMeasurement {
+  int64_t heads = 0, head_dim = 0, seed = 0;
 };
 // Aggregates results (mean and sample standard deviation over seeds per head count) into results.csv, results.md and
 // the two plots in `dir`.

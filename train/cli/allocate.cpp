@@ -1,0 +1,31 @@
+// headroom allocate CONFIG
+#include <memory>
+
+#include "train/cli/command.h"
+#include "train/tools/allocate.h"
+
+namespace hr {
+
+Command add_allocate_command(CLI::App& app) {
+  auto a = std::make_shared<AllocateArgs>();
+  auto* cmd = app.add_subcommand("allocate", "L0 gates on a wide model size each layer's heads; compare with uniform "
+                                             "models over seeds (table and plot)");
+  cmd->add_option("config", a->config, "config (YAML)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--wide-heads", a->wide_heads, "heads per layer of the gated search model (default 16)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--wide-head-dim", a->wide_head_dim, "head_dim of the search model (default: the config's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--l0-lambda", a->l0_lambda, "L0 penalty per open gate (default: the config's gates.lambda)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--match", a->match, "params: one head_dim matching the uniform attention parameters; none: keep "
+                                       "the search head_dim")
+      ->check(CLI::IsMember({"params", "none"}));
+  cmd->add_option("--baselines", a->baselines, "more uniform models: head counts, head_dim = d_model / heads")
+      ->delimiter(',');
+  cmd->add_option("--seeds", a->seeds, "runs per compared model (seeds 0..N-1, default 3)")->check(CLI::PositiveNumber);
+  cmd->add_option("--set", a->overrides, "override a config key in every run (repeatable)");
+  cmd->add_option("--out", a->out_dir, "allocation directory (default allocations/<config>)");
+  return {cmd, [a] { return allocate_command(*a); }};
+}
+
+}  // namespace hr

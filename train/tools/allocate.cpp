@@ -1,0 +1,304 @@
+#include "train/tools/allocate.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "framework/atomic_file.h"
+#include "kernels/base/error.h"
+#include "models/head_pruning.h"
+#include "train/tools/plot.h"
+
+namespace fs = std::filesystem;
+
+namespace hr {
+
+namespace {
+
+// One layer group of CONFIG's model.layers, as allocate widens it.
+struct Group {
+  int64_t repeat = 1, heads = 0, head_dim = 0;
+};
+
+// The layer groups, refusing those whose heads gates cannot size: another layer type, a layer written by `prune`
+// (original_heads) and residual logits (pruning keeps every head of the layers they link).
+std::vector<Group> read_groups(const Config& model, const std::string& config_path) {
+  std::vector<Group> out;
+  const std::vector<Config> groups = model.child("layers").items();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const Config& c = groups[g];
+    const std::string where = config_path + ": model.layers." + std::to_string(g);
+    const std::string type = c.get<std::string>("type", "encoder");
+    if (type != "encoder")
+      throw ConfigError("allocate: " + where + " is a '" + type + "' layer; only encoder layers can be widened");
+    if (!c.has("attention")) throw ConfigError("allocate: " + where + " has no attention block to widen");
+    const Config a = c.child("attention");
+    if (a.has("original_heads") || a.get<bool>("pruned", false))
+      throw ConfigError("allocate: " + where + ".attention was written by `headroom prune` (original_heads); "
+                        "allocate needs a config to train from scratch");
+    if (a.get<std::string>("cross_layer", "none") != "none")
+      throw ConfigError("allocate: " + where + ".attention.cross_layer: gates cannot size layers linked by "
+                        "residual logits (pruning keeps all their heads)");
+    out.push_back({c.get_positive("repeat", 1), a.get_positive("heads"), a.get_positive("head_dim")});
+  }
+  return out;
+}
+
+std::string layer_key(size_t g, const std::string& key) {
+  return "model.layers." + std::to_string(g) + ".attention." + key;
+}
+
+std::string heads_text(const std::vector<int64_t>& heads) {
+  std::string s;
+  for (int64_t h : heads) s += (s.empty() ? "" : "+") + std::to_string(h);
+  return s;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  write_file_atomically(path, [&](std::ostream& f) { f << text; });
+}
+
+// OUT/allocate.json: what the directory was made from. Another config or search setting there is a usage error
+// (its runs would be mixed with this one's); seeds and baselines may change (more runs, the same search).
+void check_or_write_settings(const std::string& dir, const nlohmann::json& settings) {
+  const std::string path = dir + "/allocate.json";
+  if (fs::exists(path)) {
+    std::ifstream f(path);
+    const nlohmann::json old = nlohmann::json::parse(f);
+    for (const auto& [key, value] : settings.items())
+      if (!old.contains(key) || old[key] != value)
+        throw UsageError("allocate: " + dir + " holds an allocation made with another " + key + " (" + path +
+                         "); choose another --out");
+    return;
+  }
+  write_text(path, settings.dump(2) + "\n");
+}
+
+nlohmann::json to_json(const AllocateResult& r) {
+  nlohmann::json j = to_json(static_cast<const RunMeasurement&>(r));
+  j["name"] = r.name, j["heads"] = r.heads, j["seed"] = r.seed, j["flops_per_token"] = r.flops_per_token;
+  return j;
+}
+
+AllocateResult allocate_result_from_json(const nlohmann::json& j) {
+  AllocateResult r;
+  static_cast<RunMeasurement&>(r) = measurement_from_json(j);
+  r.name = j.at("name"), r.heads = j.at("heads").get<std::vector<int64_t>>(), r.seed = j.at("seed");
+  r.flops_per_token = j.at("flops_per_token");
+  return r;
+}
+
+// A model of the compare phase: trained from `config` with `overrides` (plus the seed).
+struct CompareModel {
+  std::string name, config;
+  std::vector<std::string> overrides;
+};
+
+AllocateResult train_and_measure(const std::string& dir, const CompareModel& m, int64_t seed) {
+  const std::string run = dir + "/runs/" + m.name + "-s" + std::to_string(seed);
+  const std::string result_path = run + "/result.json";
+  if (fs::exists(result_path)) {
+    std::cout << "allocate: reusing " << run << "\n";
+    std::ifstream f(result_path);
+    return allocate_result_from_json(nlohmann::json::parse(f));
+  }
+  std::vector<std::string> overrides = m.overrides;
+  overrides.push_back("train.seed=" + std::to_string(seed));
+  train_or_resume("allocate", m.name + ", seed " + std::to_string(seed), run, m.config, overrides);
+  LoadedRun loaded = load_run(run, "best");
+  AllocateResult r;
+  static_cast<RunMeasurement&>(r) = measure_run(loaded);
+  r.name = m.name;
+  r.seed = seed;
+  for (const LayerStats& s : loaded.model->layer_stats(loaded.model->max_len())) {
+    r.heads.push_back(s.heads);
+    r.flops_per_token += s.attention_flops + s.ffn_flops;
+  }
+  write_text(result_path, to_json(r).dump(2) + "\n");
+  return r;
+}
+
+}  // namespace
+
+int64_t matched_head_dim(const std::vector<int64_t>& heads, int64_t width) {
+  int64_t total = 0;
+  for (int64_t h : heads) total += h;
+  HR_CHECK(total > 0 && width > 0, "matched_head_dim: needs heads and a positive width");
+  // round(width / total), and the neighbour whose width is closer when the rounding is not exact
+  const int64_t lo = std::max<int64_t>(1, width / total), hi = lo + 1;
+  return std::llabs(width - lo * total) <= std::llabs(hi * total - width) ? lo : hi;
+}
+
+void write_allocate_report(const std::string& dir, const std::vector<AllocateResult>& results) {
+  HR_CHECK(!results.empty(), "allocate: no finished runs to report");
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const RunMeasurement*>> by_name;
+  std::map<std::string, const AllocateResult*> first;
+  for (const auto& r : results) {
+    if (!by_name.count(r.name)) order.push_back(r.name), first[r.name] = &r;
+    by_name[r.name].push_back(&r);
+  }
+  const std::string metric = results[0].metric;
+  std::ofstream csv(dir + "/results.csv");
+  csv << "model,heads,parameters,flops_per_token,seeds," << metric << "_mean," << metric
+      << "_sd,train_ms_per_step,latency_b1_ms,latency_b32_ms\n";
+  std::ofstream md(dir + "/results.md");
+  md << "| model | heads per layer | parameters | FLOPs per token | " << metric
+     << " (mean ± sd, seeds) | train step ms | latency b1 ms | latency b32 ms |\n"
+     << "|---|---|---:|---:|---:|---:|---:|---:|\n";
+  LinePlot plot{metric + " vs parameters (mean ± sd over seeds)", "parameters", metric, {}, false};
+  for (const std::string& name : order) {
+    const AllocateResult& r = *first[name];
+    const SeedSummary s = summarize_seeds(by_name[name]);
+    csv << name << "," << heads_text(r.heads) << "," << r.parameters << "," << r.flops_per_token << "," << s.seeds
+        << "," << s.value.mean << "," << s.value.sd << "," << s.step_ms << "," << s.latency_b1_ms << ","
+        << s.latency_b32_ms << "\n";
+    char line[512];
+    std::snprintf(line, sizeof line, "| %s | %s | %lld | %.0f | %.4f ± %.4f (%zu) | %.1f | %.2f | %.1f |\n",
+                  name.c_str(), heads_text(r.heads).c_str(), static_cast<long long>(r.parameters), r.flops_per_token,
+                  s.value.mean, s.value.sd, s.seeds, s.step_ms, s.latency_b1_ms, s.latency_b32_ms);
+    md << line;
+    plot.series.push_back({name, {static_cast<double>(r.parameters)}, {s.value.mean}, {s.value.sd}});
+  }
+  write_line_plot_png(dir + "/metric_vs_parameters.png", plot);
+}
+
+int allocate_command(const AllocateArgs& args) {
+  if (args.seeds < 1) throw UsageError("allocate: --seeds must be at least 1");
+  if (args.wide_heads < 1) throw UsageError("allocate: --wide-heads must be at least 1");
+  if (args.match != "params" && args.match != "none") throw UsageError("allocate: --match must be params or none");
+  const RunConfig base = load_run_config(args.config, args.overrides);
+  const Config model = base.root.child("model");
+  const int64_t d_model = model.get_positive("d_model");
+  const std::vector<Group> groups = read_groups(model, args.config);
+  for (size_t g = 0; g < groups.size(); ++g)
+    if (groups[g].heads > args.wide_heads)
+      throw UsageError("allocate: --wide-heads " + std::to_string(args.wide_heads) + " is below the " +
+                       std::to_string(groups[g].heads) + " heads of " + args.config + ": model.layers." +
+                       std::to_string(g) + " (the search model must be at least as wide)");
+  for (int64_t b : args.baselines)
+    if (b < 1 || d_model % b != 0)
+      throw UsageError("allocate: --baselines " + std::to_string(b) + ": head counts must divide d_model " +
+                       std::to_string(d_model) + " (head_dim = d_model / heads)");
+  const std::string dir = args.out_dir.empty() ? "allocations/" + base.name : args.out_dir;
+  fs::create_directories(dir);
+  check_or_write_settings(dir, {{"config", base.root.dump()},
+                                {"wide_heads", args.wide_heads},
+                                {"wide_head_dim", args.wide_head_dim},
+                                {"l0_lambda", args.l0_lambda},
+                                {"match", args.match}});
+
+  // ---- search: every layer wide and gated, seed 0
+  const std::string search = dir + "/search";
+  if (!fs::exists(dir + "/allocation.json")) {
+    std::vector<std::string> wide = args.overrides;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      wide.push_back(layer_key(g, "heads=") + std::to_string(args.wide_heads));
+      if (args.wide_head_dim > 0) wide.push_back(layer_key(g, "head_dim=") + std::to_string(args.wide_head_dim));
+      wide.push_back(layer_key(g, "gates.type=l0"));
+      if (args.l0_lambda >= 0) {
+        std::ostringstream lambda;  // all digits: std::to_string would write 1e-7 as 0.000000
+        lambda << std::setprecision(9) << args.l0_lambda;
+        wide.push_back(layer_key(g, "gates.lambda=") + lambda.str());
+      }
+    }
+    wide.push_back("train.seed=0");
+    train_or_resume("allocate", "the search model (" + std::to_string(args.wide_heads) + " gated heads a layer)",
+                    search, args.config, wide);
+  } else {
+    std::cout << "allocate: reusing " << search << "\n";
+  }
+
+  // ---- allocate: the heads each layer's gates keep (prune's rule), at least one. The last checkpoint, not the best:
+  // the allocation is where the penalty took the gates, and the best eval score tends to come before they close.
+  LoadedRun found = load_run(search, "last", false);
+  const PrunePlan plan = plan_pruning(*found.model, PruneOptions{}, nullptr);
+  const std::vector<LayerStats> wide_stats = found.model->layer_stats(1);
+  const size_t L = plan.keep.size();
+  std::vector<int64_t> kept(L), head_dim(L), uniform_heads, uniform_head_dim;
+  int64_t uniform_width = 0;
+  for (const Group& g : groups)
+    for (int64_t r = 0; r < g.repeat; ++r) {
+      uniform_heads.push_back(g.heads), uniform_head_dim.push_back(g.head_dim);
+      uniform_width += g.heads * g.head_dim;
+    }
+  HR_CHECK(uniform_heads.size() == L, "allocate: the search model's layers do not match " + args.config);
+  for (size_t l = 0; l < L; ++l) kept[l] = std::max<int64_t>(1, static_cast<int64_t>(plan.keep[l].size()));
+  for (size_t l = 0; l < L; ++l)
+    head_dim[l] = args.match == "params" ? matched_head_dim(kept, uniform_width) : wide_stats[l].head_dim;
+
+  YAML::Node root = YAML::Load(base.root.dump());
+  root["model"] = one_group_per_layer(model, [&](size_t l, YAML::Node& layer) {
+    layer["attention"]["heads"] = kept[l];
+    layer["attention"]["head_dim"] = head_dim[l];
+    layer["attention"].remove("gates");
+  });
+  YAML::Emitter emit;
+  emit << root;
+  const std::string allocated_yaml = std::string(emit.c_str()) + "\n";
+  write_text(dir + "/allocated.yaml", allocated_yaml);
+
+  const auto uniform_model = build_model(model, found.model->dims());
+  const auto allocated_model = build_model(Config::parse(allocated_yaml, dir + "/allocated.yaml").child("model"),
+                                           found.model->dims());
+  const std::vector<LayerStats> us = uniform_model->layer_stats(1), as = allocated_model->layer_stats(1);
+  nlohmann::json layer_rows = nlohmann::json::array();
+  std::printf("allocate: heads the gates of %s keep (match %s)\n%-6s %12s %8s %14s %14s %18s\n", search.c_str(),
+              args.match.c_str(), "layer", "search heads", "kept", "uniform", "allocated", "params uniform/alloc");
+  for (size_t l = 0; l < L; ++l) {
+    char u[32], a[32];
+    std::snprintf(u, sizeof u, "%lldx%lld", static_cast<long long>(uniform_heads[l]),
+                  static_cast<long long>(uniform_head_dim[l]));
+    std::snprintf(a, sizeof a, "%lldx%lld", static_cast<long long>(kept[l]), static_cast<long long>(head_dim[l]));
+    std::printf("%-6zu %12lld %8s %14s %14s %9lld/%lld\n", l, static_cast<long long>(plan.heads[l]),
+                head_list(plan.keep[l]).c_str(), u, a, static_cast<long long>(us[l].parameters),
+                static_cast<long long>(as[l].parameters));
+    layer_rows.push_back({{"search_heads", plan.heads[l]}, {"open", plan.keep[l]}, {"heads", kept[l]},
+                          {"head_dim", head_dim[l]}, {"parameters", as[l].parameters},
+                          {"uniform_parameters", us[l].parameters}});
+  }
+  for (const auto& n : plan.notes) std::printf("note: %s\n", n.c_str());
+  for (size_t l = 0; l < L; ++l)
+    if (plan.keep[l].empty()) std::printf("note: layer %zu: every gate closed; it keeps one head\n", l);
+  const int64_t up = uniform_model->num_parameters(), ap = allocated_model->num_parameters();
+  std::printf("allocate: parameters uniform %lld, allocated %lld (%+.2f%%); written to %s/allocated.yaml\n",
+              static_cast<long long>(up), static_cast<long long>(ap), 100.0 * static_cast<double>(ap - up) / up,
+              dir.c_str());
+  write_text(dir + "/allocation.json", nlohmann::json{{"layers", layer_rows},
+                                                      {"match", args.match},
+                                                      {"parameters_uniform", up},
+                                                      {"parameters_allocated", ap},
+                                                      {"notes", plan.notes}}
+                                               .dump(2) + "\n");
+  std::fflush(stdout);
+
+  // ---- compare: allocated, uniform and the baselines over seeds, from scratch
+  std::vector<CompareModel> models = {{"allocated", dir + "/allocated.yaml", {}},
+                                      {"uniform", args.config, args.overrides}};
+  for (int64_t b : args.baselines) {
+    CompareModel m{"heads" + std::to_string(b), args.config, args.overrides};
+    for (size_t g = 0; g < groups.size(); ++g) {
+      m.overrides.push_back(layer_key(g, "heads=") + std::to_string(b));
+      m.overrides.push_back(layer_key(g, "head_dim=") + std::to_string(d_model / b));
+    }
+    models.push_back(m);
+  }
+  std::vector<AllocateResult> results;
+  for (const CompareModel& m : models)
+    for (int64_t seed = 0; seed < args.seeds; ++seed) results.push_back(train_and_measure(dir, m, seed));
+  write_allocate_report(dir, results);
+  std::ifstream md(dir + "/results.md");
+  std::cout << md.rdbuf() << "allocate: wrote " << dir << "/allocated.yaml, allocation.json, results.csv, "
+            << "results.md, metric_vs_parameters.png\n";
+  return 0;
+}
+
+}  // namespace hr
