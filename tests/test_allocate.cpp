@@ -1,6 +1,6 @@
 // `headroom allocate` on a tiny config: the gated search, the allocated config (per-layer heads = what the gates
 // keep, attention parameters matched to the uniform model), the compare runs over seeds, reuse on restart, and the
-// arguments it refuses. Also the head_dim arithmetic of --match params.
+// arguments it refuses; a given split (--allocation) with --match layer. Also the head_dim arithmetic of --match params.
 #include <doctest/doctest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -138,6 +138,37 @@ TEST_CASE("allocate: --match none keeps the search model's head_dim (--wide-head
   CHECK(fs::exists(out + "/runs/allocated-s0/result.json"));
   CHECK(fs::exists(out + "/runs/uniform-s0/result.json"));
   CHECK(!fs::exists(out + "/runs/uniform-s1"));
+}
+
+TEST_CASE("allocate: --allocation compares a given split (no search); --match layer keeps each layer's width") {
+  TempDir d;
+  const std::string cfg = setup(d);  // 2 layers x 2 heads of 8
+  const std::string out = d / "split";
+  const std::string args = "allocate " + quote(cfg) + " --set train.max_steps=10 --allocation 4,1 --match layer "
+                           "--baselines 1 --seeds 1 --out " + quote(out);
+  const Result r = headroom(args);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(!fs::exists(out + "/search"));
+  const YAML::Node layers = YAML::LoadFile(out + "/allocated.yaml")["model"]["layers"];
+  REQUIRE(layers.size() == 2);
+  CHECK(layers[0]["attention"]["heads"].as<int64_t>() == 4);
+  CHECK(layers[0]["attention"]["head_dim"].as<int64_t>() == 4);  // 16 wide, as the uniform layer
+  CHECK(layers[1]["attention"]["heads"].as<int64_t>() == 1);
+  CHECK(layers[1]["attention"]["head_dim"].as<int64_t>() == 16);
+  // every layer as wide as the uniform one: the same parameters, exactly
+  CHECK(parameters_of(out + "/runs/allocated-s0") == parameters_of(out + "/runs/uniform-s0"));
+  CHECK(read_file(out + "/results.md").find("| allocated | 4+1 | ") != std::string::npos);
+  CHECK(fs::exists(out + "/runs/heads1-s0/result.json"));
+  // the same --out with another split is refused; a split of the wrong length or with an empty layer is a usage error
+  const Result other = headroom("allocate " + quote(cfg) + " --set train.max_steps=10 --allocation 1,4 --match layer "
+                                "--out " + quote(out));
+  CHECK(other.code == 2);
+  CHECK(other.output.find("another allocation") != std::string::npos);
+  const Result length = headroom("allocate " + quote(cfg) + " --allocation 4 --out " + quote(d / "b"));
+  CHECK(length.code == 2);
+  CHECK(length.output.find("--allocation gives 1 head counts") != std::string::npos);
+  CHECK(headroom("allocate " + quote(cfg) + " --allocation 0,2 --out " + quote(d / "b")).code == 2);
+  CHECK(!fs::exists(d / "b/runs"));
 }
 
 TEST_CASE("allocate: bad arguments and configs that cannot be widened exit 2") {

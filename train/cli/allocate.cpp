@@ -17,9 +17,11 @@ Command add_allocate_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--l0-lambda", a->l0_lambda, "L0 penalty per open gate (default: the config's gates.lambda)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--match", a->match, "params: one head_dim matching the uniform attention parameters; none: keep "
-                                       "the search head_dim")
-      ->check(CLI::IsMember({"params", "none"}));
+  cmd->add_option("--allocation", a->allocation, "heads per layer, e.g. 8,8,4,4: no search, compare this split")
+      ->delimiter(',');
+  cmd->add_option("--match", a->match, "params: one head_dim matching the uniform attention parameters; layer: each "
+                                       "layer keeps its width; none: keep the search (or config's) head_dim")
+      ->check(CLI::IsMember({"params", "layer", "none"}));
   cmd->add_option("--baselines", a->baselines, "more uniform models: head counts, head_dim = d_model / heads")
       ->delimiter(',');
   cmd->add_option("--seeds", a->seeds, "runs per compared model (seeds 0..N-1, default 3)")->check(CLI::PositiveNumber);

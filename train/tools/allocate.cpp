@@ -58,7 +58,10 @@ std::string layer_key(size_t g, const std::string& key) {
 
 std::string heads_text(const std::vector<int64_t>& heads) {
   std::string s;
-  for (int64_t h : heads) s += (s.empty() ? "" : "+") + std::to_string(h);
+  for (int64_t h : heads) {
+    if (!s.empty()) s += '+';
+    s += std::to_string(h);
+  }
   return s;
 }
 
@@ -174,13 +177,14 @@ void write_allocate_report(const std::string& dir, const std::vector<AllocateRes
 int allocate_command(const AllocateArgs& args) {
   if (args.seeds < 1) throw UsageError("allocate: --seeds must be at least 1");
   if (args.wide_heads < 1) throw UsageError("allocate: --wide-heads must be at least 1");
-  if (args.match != "params" && args.match != "none") throw UsageError("allocate: --match must be params or none");
+  if (args.match != "params" && args.match != "layer" && args.match != "none")
+    throw UsageError("allocate: --match must be params, layer or none");
   const RunConfig base = load_run_config(args.config, args.overrides);
   const Config model = base.root.child("model");
   const int64_t d_model = model.get_positive("d_model");
   const std::vector<Group> groups = read_groups(model, args.config);
   for (size_t g = 0; g < groups.size(); ++g)
-    if (groups[g].heads > args.wide_heads)
+    if (args.allocation.empty() && groups[g].heads > args.wide_heads)
       throw UsageError("allocate: --wide-heads " + std::to_string(args.wide_heads) + " is below the " +
                        std::to_string(groups[g].heads) + " heads of " + args.config + ": model.layers." +
                        std::to_string(g) + " (the search model must be at least as wide)");
@@ -188,52 +192,75 @@ int allocate_command(const AllocateArgs& args) {
     if (b < 1 || d_model % b != 0)
       throw UsageError("allocate: --baselines " + std::to_string(b) + ": head counts must divide d_model " +
                        std::to_string(d_model) + " (head_dim = d_model / heads)");
-  const std::string dir = args.out_dir.empty() ? "allocations/" + base.name : args.out_dir;
-  fs::create_directories(dir);
-  check_or_write_settings(dir, {{"config", base.root.dump()},
-                                {"wide_heads", args.wide_heads},
-                                {"wide_head_dim", args.wide_head_dim},
-                                {"l0_lambda", args.l0_lambda},
-                                {"match", args.match}});
-
-  // ---- search: every layer wide and gated, seed 0
-  const std::string search = dir + "/search";
-  if (!fs::exists(dir + "/allocation.json")) {
-    std::vector<std::string> wide = args.overrides;
-    for (size_t g = 0; g < groups.size(); ++g) {
-      wide.push_back(layer_key(g, "heads=") + std::to_string(args.wide_heads));
-      if (args.wide_head_dim > 0) wide.push_back(layer_key(g, "head_dim=") + std::to_string(args.wide_head_dim));
-      wide.push_back(layer_key(g, "gates.type=l0"));
-      if (args.l0_lambda >= 0) {
-        std::ostringstream lambda;  // all digits: std::to_string would write 1e-7 as 0.000000
-        lambda << std::setprecision(9) << args.l0_lambda;
-        wide.push_back(layer_key(g, "gates.lambda=") + lambda.str());
-      }
-    }
-    wide.push_back("train.seed=0");
-    train_or_resume("allocate", "the search model (" + std::to_string(args.wide_heads) + " gated heads a layer)",
-                    search, args.config, wide);
-  } else {
-    std::cout << "allocate: reusing " << search << "\n";
-  }
-
-  // ---- allocate: the heads each layer's gates keep (prune's rule), at least one. The last checkpoint, not the best:
-  // the allocation is where the penalty took the gates, and the best eval score tends to come before they close.
-  LoadedRun found = load_run(search, "last", false);
-  const PrunePlan plan = plan_pruning(*found.model, PruneOptions{}, nullptr);
-  const std::vector<LayerStats> wide_stats = found.model->layer_stats(1);
-  const size_t L = plan.keep.size();
-  std::vector<int64_t> kept(L), head_dim(L), uniform_heads, uniform_head_dim;
+  std::vector<int64_t> uniform_heads, uniform_head_dim;  // per layer
   int64_t uniform_width = 0;
   for (const Group& g : groups)
     for (int64_t r = 0; r < g.repeat; ++r) {
       uniform_heads.push_back(g.heads), uniform_head_dim.push_back(g.head_dim);
       uniform_width += g.heads * g.head_dim;
     }
-  HR_CHECK(uniform_heads.size() == L, "allocate: the search model's layers do not match " + args.config);
-  for (size_t l = 0; l < L; ++l) kept[l] = std::max<int64_t>(1, static_cast<int64_t>(plan.keep[l].size()));
-  for (size_t l = 0; l < L; ++l)
-    head_dim[l] = args.match == "params" ? matched_head_dim(kept, uniform_width) : wide_stats[l].head_dim;
+  const size_t L = uniform_heads.size();
+  if (!args.allocation.empty() && args.allocation.size() != L)
+    throw UsageError("allocate: --allocation gives " + std::to_string(args.allocation.size()) + " head counts; " +
+                     args.config + " has " + std::to_string(L) + " layers (one count a layer)");
+  for (int64_t h : args.allocation)
+    if (h < 1) throw UsageError("allocate: --allocation: every layer needs at least one head");
+
+  const std::string dir = args.out_dir.empty() ? "allocations/" + base.name : args.out_dir;
+  fs::create_directories(dir);
+  nlohmann::json settings = {{"config", base.root.dump()}, {"match", args.match}};
+  if (args.allocation.empty())
+    settings.update({{"wide_heads", args.wide_heads}, {"wide_head_dim", args.wide_head_dim},
+                     {"l0_lambda", args.l0_lambda}});
+  else
+    settings["allocation"] = args.allocation;
+  check_or_write_settings(dir, settings);
+
+  // ---- search (without --allocation): every layer wide and gated, seed 0; each layer keeps the heads its gates leave
+  // open (prune's rule), at least one. The last checkpoint, not the best: the allocation is where the penalty took the
+  // gates, and the best eval score tends to come before they close.
+  const std::string search = dir + "/search";
+  std::vector<int64_t> kept = args.allocation, search_head_dim = uniform_head_dim;
+  std::vector<std::string> open(L, "-"), notes;
+  std::vector<int64_t> searched = uniform_heads;
+  if (args.allocation.empty()) {
+    if (!fs::exists(dir + "/allocation.json")) {
+      std::vector<std::string> wide = args.overrides;
+      for (size_t g = 0; g < groups.size(); ++g) {
+        wide.push_back(layer_key(g, "heads=") + std::to_string(args.wide_heads));
+        if (args.wide_head_dim > 0) wide.push_back(layer_key(g, "head_dim=") + std::to_string(args.wide_head_dim));
+        wide.push_back(layer_key(g, "gates.type=l0"));
+        if (args.l0_lambda >= 0) {
+          std::ostringstream lambda;  // all digits: std::to_string would write 1e-7 as 0.000000
+          lambda << std::setprecision(9) << args.l0_lambda;
+          wide.push_back(layer_key(g, "gates.lambda=") + lambda.str());
+        }
+      }
+      wide.push_back("train.seed=0");
+      train_or_resume("allocate", "the search model (" + std::to_string(args.wide_heads) + " gated heads a layer)",
+                      search, args.config, wide);
+    } else {
+      std::cout << "allocate: reusing " << search << "\n";
+    }
+    LoadedRun found = load_run(search, "last", false);
+    const PrunePlan plan = plan_pruning(*found.model, PruneOptions{}, nullptr);
+    const std::vector<LayerStats> wide_stats = found.model->layer_stats(1);
+    HR_CHECK(plan.keep.size() == L, "allocate: the search model's layers do not match " + args.config);
+    kept.resize(L);
+    for (size_t l = 0; l < L; ++l) {
+      kept[l] = std::max<int64_t>(1, static_cast<int64_t>(plan.keep[l].size()));
+      searched[l] = plan.heads[l], open[l] = head_list(plan.keep[l]), search_head_dim[l] = wide_stats[l].head_dim;
+      if (plan.keep[l].empty()) notes.push_back("layer " + std::to_string(l) + ": every gate closed; it keeps one head");
+    }
+    notes.insert(notes.begin(), plan.notes.begin(), plan.notes.end());
+  }
+  std::vector<int64_t> head_dim(L);
+  for (size_t l = 0; l < L; ++l) {
+    const int64_t layer_width = uniform_heads[l] * uniform_head_dim[l];
+    head_dim[l] = args.match == "params" ? matched_head_dim(kept, uniform_width)
+                  : args.match == "layer" ? matched_head_dim({kept[l]}, layer_width)
+                                          : search_head_dim[l];
+  }
 
   YAML::Node root = YAML::Load(base.root.dump());
   root["model"] = one_group_per_layer(model, [&](size_t l, YAML::Node& layer) {
@@ -246,37 +273,44 @@ int allocate_command(const AllocateArgs& args) {
   const std::string allocated_yaml = std::string(emit.c_str()) + "\n";
   write_text(dir + "/allocated.yaml", allocated_yaml);
 
-  const auto uniform_model = build_model(model, found.model->dims());
-  const auto allocated_model = build_model(Config::parse(allocated_yaml, dir + "/allocated.yaml").child("model"),
-                                           found.model->dims());
+  // Per-layer parameters do not depend on what the data decides (vocabulary, labels): built with placeholder dims,
+  // the layers are the runs' own; the whole models' parameters come with the compare runs.
+  const ModelDims layer_dims{1, 2, 0};
+  const auto uniform_model = build_model(model, layer_dims);
+  const auto allocated_model =
+      build_model(Config::parse(allocated_yaml, dir + "/allocated.yaml").child("model"), layer_dims);
   const std::vector<LayerStats> us = uniform_model->layer_stats(1), as = allocated_model->layer_stats(1);
   nlohmann::json layer_rows = nlohmann::json::array();
-  std::printf("allocate: heads the gates of %s keep (match %s)\n%-6s %12s %8s %14s %14s %18s\n", search.c_str(),
-              args.match.c_str(), "layer", "search heads", "kept", "uniform", "allocated", "params uniform/alloc");
+  if (args.allocation.empty())
+    std::printf("allocate: heads the gates of %s keep (match %s)\n", search.c_str(), args.match.c_str());
+  else
+    std::printf("allocate: the heads of --allocation (match %s)\n", args.match.c_str());
+  std::printf("%-6s %12s %8s %14s %14s %18s\n", "layer", "search heads", "open", "uniform", "allocated",
+              "params uniform/alloc");
+  int64_t up = 0, ap = 0;  // encoder layers
   for (size_t l = 0; l < L; ++l) {
     char u[32], a[32];
     std::snprintf(u, sizeof u, "%lldx%lld", static_cast<long long>(uniform_heads[l]),
                   static_cast<long long>(uniform_head_dim[l]));
     std::snprintf(a, sizeof a, "%lldx%lld", static_cast<long long>(kept[l]), static_cast<long long>(head_dim[l]));
-    std::printf("%-6zu %12lld %8s %14s %14s %9lld/%lld\n", l, static_cast<long long>(plan.heads[l]),
-                head_list(plan.keep[l]).c_str(), u, a, static_cast<long long>(us[l].parameters),
-                static_cast<long long>(as[l].parameters));
-    layer_rows.push_back({{"search_heads", plan.heads[l]}, {"open", plan.keep[l]}, {"heads", kept[l]},
-                          {"head_dim", head_dim[l]}, {"parameters", as[l].parameters},
+    std::printf("%-6zu %12s %8s %14s %14s %9lld/%lld\n", l,
+                args.allocation.empty() ? std::to_string(searched[l]).c_str() : "-", open[l].c_str(), u, a,
+                static_cast<long long>(us[l].parameters), static_cast<long long>(as[l].parameters));
+    layer_rows.push_back({{"heads", kept[l]}, {"head_dim", head_dim[l]}, {"parameters", as[l].parameters},
                           {"uniform_parameters", us[l].parameters}});
+    if (args.allocation.empty()) layer_rows.back()["search_heads"] = searched[l], layer_rows.back()["open"] = open[l];
+    up += us[l].parameters, ap += as[l].parameters;
   }
-  for (const auto& n : plan.notes) std::printf("note: %s\n", n.c_str());
-  for (size_t l = 0; l < L; ++l)
-    if (plan.keep[l].empty()) std::printf("note: layer %zu: every gate closed; it keeps one head\n", l);
-  const int64_t up = uniform_model->num_parameters(), ap = allocated_model->num_parameters();
-  std::printf("allocate: parameters uniform %lld, allocated %lld (%+.2f%%); written to %s/allocated.yaml\n",
+  for (const auto& n : notes) std::printf("note: %s\n", n.c_str());
+  std::printf("allocate: encoder layer parameters uniform %lld, allocated %lld (%+.2f%%); written to "
+              "%s/allocated.yaml\n",
               static_cast<long long>(up), static_cast<long long>(ap), 100.0 * static_cast<double>(ap - up) / up,
               dir.c_str());
   write_text(dir + "/allocation.json", nlohmann::json{{"layers", layer_rows},
                                                       {"match", args.match},
-                                                      {"parameters_uniform", up},
-                                                      {"parameters_allocated", ap},
-                                                      {"notes", plan.notes}}
+                                                      {"layer_parameters_uniform", up},
+                                                      {"layer_parameters_allocated", ap},
+                                                      {"notes", notes}}
                                                .dump(2) + "\n");
   std::fflush(stdout);
 

@@ -1,8 +1,10 @@
 // `headroom allocate CONFIG`: lets L0 gates size every layer, then checks the sizes against uniform models.
 //   search:   CONFIG with every layer widened to --wide-heads heads and L0 gates on every layer, seed 0, in OUT/search
-//   allocate: each layer keeps the heads its gates leave open (the rule of `headroom prune --by gates`, at least one);
-//             OUT/allocated.yaml is CONFIG with those per-layer heads and no gates; with --match params one head_dim
-//             for all layers brings the attention width (so the attention parameters) back to the uniform CONFIG's
+//   allocate: each layer keeps the heads its gates leave open (the rule of `headroom prune --by gates`, at least one),
+//             or the heads --allocation gives (no search); OUT/allocated.yaml is CONFIG with those per-layer heads and
+//             no gates; head_dim by --match: params: one head_dim for all layers bringing the attention width (so the
+//             attention parameters) back to the uniform CONFIG's; layer: each layer keeps its own width (8 heads of
+//             32 -> 4 heads of 64); none: the search model's head_dim (with --allocation, CONFIG's)
 //   compare:  allocated.yaml, CONFIG itself ("uniform") and optional uniform baselines (--baselines 4,8: heads with
 //             head_dim = d_model / heads) from scratch for seeds 0..N-1 in OUT/runs/<name>-s<seed>
 //   report:   OUT/results.csv, results.md and metric_vs_parameters.png (mean ± sd over seeds)
@@ -22,7 +24,8 @@ struct AllocateArgs {
   int64_t wide_heads = 16;
   int64_t wide_head_dim = 0;  // 0: each layer group's own head_dim
   float l0_lambda = -1.f;     // < 0: the config's gates.lambda, else the gates' default
-  std::string match = "params";  // params | none
+  std::string match = "params";     // params | layer | none
+  std::vector<int64_t> allocation;  // heads per layer, given: no search
   std::vector<int64_t> baselines;
   int64_t seeds = 3;
   std::vector<std::string> overrides;
