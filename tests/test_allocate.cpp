@@ -61,6 +61,11 @@ TEST_CASE("allocate: search, allocated config, compare runs over seeds, reuse on
   CHECK(search_cfg.find("heads: 4") != std::string::npos);
   CHECK(search_cfg.find("head_dim: 8") != std::string::npos);
   CHECK(search_cfg.find("l0") != std::string::npos);
+  // --search-from dense (the default): the gates start from the wide model trained without them
+  CHECK(search_cfg.find("search-dense/checkpoint-best.safetensors") != std::string::npos);
+  const std::string dense_cfg = read_file(out + "/search-dense/config.yaml");
+  CHECK(dense_cfg.find("heads: 4") != std::string::npos);
+  CHECK(dense_cfg.find("l0") == std::string::npos);
 
   // allocated.yaml: one group per layer, the heads the gates keep (as `headroom heads` reports them), no gates
   const Result heads =
@@ -124,14 +129,16 @@ TEST_CASE("allocate: search, allocated config, compare runs over seeds, reuse on
   CHECK(other.output.find("holds an allocation made with another config") != std::string::npos);
 }
 
-TEST_CASE("allocate: --match none keeps the search model's head_dim (--wide-head-dim)") {
+TEST_CASE("allocate: --match none keeps the search model's head_dim (--wide-head-dim); --search-from scratch") {
   TempDir d;
   const std::string cfg = setup(d);
   const std::string out = d / "alloc";
   const Result r = headroom("allocate " + quote(cfg) + " --set train.max_steps=10 --wide-heads 3 --wide-head-dim 4 "
-                            "--match none --seeds 1 --out " + quote(out));
+                            "--match none --search-from scratch --seeds 1 --out " + quote(out));
   REQUIRE_MESSAGE(r.code == 0, r.output);
   CHECK(read_file(out + "/search/config.yaml").find("head_dim: 4") != std::string::npos);
+  CHECK(read_file(out + "/search/config.yaml").find("init_from") == std::string::npos);
+  CHECK(!fs::exists(out + "/search-dense"));  // --search-from scratch
   const YAML::Node layers = YAML::LoadFile(out + "/allocated.yaml")["model"]["layers"];
   REQUIRE(layers.size() == 2);
   for (size_t l = 0; l < 2; ++l) CHECK(layers[l]["attention"]["head_dim"].as<int64_t>() == 4);

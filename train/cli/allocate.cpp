@@ -19,6 +19,9 @@ Command add_allocate_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--allocation", a->allocation, "heads per layer, e.g. 8,8,4,4: no search, compare this split")
       ->delimiter(',');
+  cmd->add_option("--search-from", a->search_from, "dense: gates fine-tuned from the wide model trained without "
+                                                   "them (default); scratch: gated from the first step")
+      ->check(CLI::IsMember({"dense", "scratch"}));
   cmd->add_option("--match", a->match, "params: one head_dim matching the uniform attention parameters; layer: each "
                                        "layer keeps its width; none: keep the search (or config's) head_dim")
       ->check(CLI::IsMember({"params", "layer", "none"}));

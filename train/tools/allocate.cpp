@@ -179,6 +179,8 @@ int allocate_command(const AllocateArgs& args) {
   if (args.wide_heads < 1) throw UsageError("allocate: --wide-heads must be at least 1");
   if (args.match != "params" && args.match != "layer" && args.match != "none")
     throw UsageError("allocate: --match must be params, layer or none");
+  if (args.search_from != "dense" && args.search_from != "scratch")
+    throw UsageError("allocate: --search-from must be dense or scratch");
   const RunConfig base = load_run_config(args.config, args.overrides);
   const Config model = base.root.child("model");
   const int64_t d_model = model.get_positive("d_model");
@@ -211,15 +213,18 @@ int allocate_command(const AllocateArgs& args) {
   nlohmann::json settings = {{"config", base.root.dump()}, {"match", args.match}};
   if (args.allocation.empty())
     settings.update({{"wide_heads", args.wide_heads}, {"wide_head_dim", args.wide_head_dim},
-                     {"l0_lambda", args.l0_lambda}});
+                     {"l0_lambda", args.l0_lambda}, {"search_from", args.search_from}});
   else
     settings["allocation"] = args.allocation;
   check_or_write_settings(dir, settings);
 
   // ---- search (without --allocation): every layer wide and gated, seed 0; each layer keeps the heads its gates leave
   // open (prune's rule), at least one. The last checkpoint, not the best: the allocation is where the penalty took the
-  // gates, and the best eval score tends to come before they close.
-  const std::string search = dir + "/search";
+  // gates, and the best eval score tends to come before they close. With --search-from dense (the default) the gates
+  // start from the wide model trained without them (OUT/search-dense), as Voita et al. (2019) prune a trained model:
+  // from scratch, on a task that sits at chance for a while before it learns (the recall testbed), the penalty closes
+  // every gate before any head has shown its use.
+  const std::string search = dir + "/search", dense = dir + "/search-dense";
   std::vector<int64_t> kept = args.allocation, search_head_dim = uniform_head_dim;
   std::vector<std::string> open(L, "-"), notes;
   std::vector<int64_t> searched = uniform_heads;
@@ -229,16 +234,24 @@ int allocate_command(const AllocateArgs& args) {
       for (size_t g = 0; g < groups.size(); ++g) {
         wide.push_back(layer_key(g, "heads=") + std::to_string(args.wide_heads));
         if (args.wide_head_dim > 0) wide.push_back(layer_key(g, "head_dim=") + std::to_string(args.wide_head_dim));
-        wide.push_back(layer_key(g, "gates.type=l0"));
+      }
+      wide.push_back("train.seed=0");
+      std::vector<std::string> gated = wide;
+      for (size_t g = 0; g < groups.size(); ++g) {
+        gated.push_back(layer_key(g, "gates.type=l0"));
         if (args.l0_lambda >= 0) {
           std::ostringstream lambda;  // all digits: std::to_string would write 1e-7 as 0.000000
           lambda << std::setprecision(9) << args.l0_lambda;
-          wide.push_back(layer_key(g, "gates.lambda=") + lambda.str());
+          gated.push_back(layer_key(g, "gates.lambda=") + lambda.str());
         }
       }
-      wide.push_back("train.seed=0");
-      train_or_resume("allocate", "the search model (" + std::to_string(args.wide_heads) + " gated heads a layer)",
-                      search, args.config, wide);
+      const std::string what = std::to_string(args.wide_heads) + " heads a layer";
+      if (args.search_from == "dense") {
+        if (!fs::exists(search + "/checkpoint-last.safetensors"))  // a finished dense run resumes as a no-op
+          train_or_resume("allocate", "the wide model without gates (" + what + ")", dense, args.config, wide);
+        gated.push_back("train.init_from=" + dense + "/checkpoint-best.safetensors");
+      }
+      train_or_resume("allocate", "the search model (" + what + ", gated)", search, args.config, gated);
     } else {
       std::cout << "allocate: reusing " << search << "\n";
     }

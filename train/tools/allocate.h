@@ -1,5 +1,7 @@
 // `headroom allocate CONFIG`: lets L0 gates size every layer, then checks the sizes against uniform models.
-//   search:   CONFIG with every layer widened to --wide-heads heads and L0 gates on every layer, seed 0, in OUT/search
+//   search:   CONFIG with every layer widened to --wide-heads heads and L0 gates on every layer, seed 0, in OUT/search;
+//             with --search-from dense (default) the gates are fine-tuned from the wide model trained without them
+//             (OUT/search-dense), with scratch they train from the first step
 //   allocate: each layer keeps the heads its gates leave open (the rule of `headroom prune --by gates`, at least one),
 //             or the heads --allocation gives (no search); OUT/allocated.yaml is CONFIG with those per-layer heads and
 //             no gates; head_dim by --match: params: one head_dim for all layers bringing the attention width (so the
@@ -24,6 +26,7 @@ struct AllocateArgs {
   int64_t wide_heads = 16;
   int64_t wide_head_dim = 0;  // 0: each layer group's own head_dim
   float l0_lambda = -1.f;     // < 0: the config's gates.lambda, else the gates' default
+  std::string search_from = "dense";  // dense: gates fine-tuned from the wide model trained without them | scratch
   std::string match = "params";     // params | layer | none
   std::vector<int64_t> allocation;  // heads per layer, given: no search
   std::vector<int64_t> baselines;
