@@ -3,7 +3,7 @@
 # as one knob varies, over seeds (train.seed and data.recall.seed together), and the attention variants (talking heads,
 # residual logits, interleaved head maps) on the same settings. One run at a time; each is 10-90 s on a 2-core CPU.
 #   scripts/recall-curve.sh [OUT_DIR] [SEEDS...]        default: runs/recall-curve, seeds 0 1
-#   RECALL_GROUPS="variants" scripts/recall-curve.sh ...  only some groups (default: curve variants)
+#   RECALL_GROUPS="knobs" scripts/recall-curve.sh ...  only some groups (curve knobs variants; default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-runs/recall-curve}
@@ -43,11 +43,19 @@ run() {
 }
 
 : > "$out/curve.txt"
-groups=${RECALL_GROUPS:-curve variants}
+groups=${RECALL_GROUPS:-curve knobs variants}
 if [[ " $groups " == *" curve "* ]]; then
   for p in 2 3 4; do run "1hop-pairs$p" configs/recall.yaml "data.recall.pairs=$p" "data.recall.queries=$p"; done
   run "1hop-pairs2-heads1" configs/recall.yaml "model.layers.0.attention.heads=1" "model.layers.0.attention.head_dim=64"
   for p in 2 3; do run "2hop-pairs$p" configs/recall-2hop.yaml "data.recall.pairs=$p" "data.recall.queries=$p"; done
+fi
+# the other knobs at 3 pairs: distractor words between pairs (a longer context), queries per context (fewer training
+# questions per context), a larger or smaller key/value vocabulary
+if [[ " $groups " == *" knobs "* ]]; then
+  p3=(data.recall.pairs=3 data.recall.queries=3)
+  for d in 1 2 4; do run "1hop-pairs3-distractors$d" configs/recall.yaml "${p3[@]}" "data.recall.distractors=$d"; done
+  run "1hop-pairs3-queries1" configs/recall.yaml data.recall.pairs=3 data.recall.queries=1
+  for v in 8 32; do run "1hop-pairs3-vocab$v" configs/recall.yaml "${p3[@]}" "data.recall.keys=$v" "data.recall.values=$v"; done
 fi
 # talking heads (Shazeer et al. 2020), residual attention logits (He et al. 2021) without and with the interleaved head
 # map, against plain attention: 1 hop at 3 pairs (learnable: how fast) and 2 hops at 2 pairs

@@ -114,6 +114,20 @@ TEST_CASE("allocate: search, allocated config, compare runs over seeds, reuse on
   CHECK(read_file(out + "/results.csv") == csv);
   MESSAGE("rerun took " << seconds << " s");
 
+  // --remeasure: the same runs and metric, only the timings taken again
+  const auto result_of = [&](const std::string& run) {
+    return nlohmann::json::parse(read_file(out + "/runs/" + run + "/result.json"));
+  };
+  const nlohmann::json before = result_of("allocated-s0");
+  const Result timed = headroom(args + " --remeasure");
+  REQUIRE_MESSAGE(timed.code == 0, timed.output);
+  CHECK(timed.output.find("training") == std::string::npos);
+  CHECK(timed.output.find("allocate: timing " + out + "/runs/heads1-s1") != std::string::npos);
+  const nlohmann::json after = result_of("allocated-s0");
+  CHECK(after.at("value") == before.at("value"));
+  CHECK(after.at("parameters") == before.at("parameters"));
+  CHECK(after.at("step_ms").get<double>() > 0);
+
   // an interrupted compare run (no result.json) is finished, the others reused
   fs::remove(out + "/runs/uniform-s1/result.json");
   const Result resumed = headroom(args);

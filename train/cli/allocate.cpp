@@ -30,6 +30,7 @@ Command add_allocate_command(CLI::App& app) {
   cmd->add_option("--seeds", a->seeds, "runs per compared model (seeds 0..N-1, default 3)")->check(CLI::PositiveNumber);
   cmd->add_option("--set", a->overrides, "override a config key in every run (repeatable)");
   cmd->add_option("--out", a->out_dir, "allocation directory (default allocations/<config>)");
+  cmd->add_flag("--remeasure", a->remeasure, "time every finished compare run again, back to back, for the table");
   return {cmd, [a] { return allocate_command(*a); }};
 }
 

@@ -10,7 +10,8 @@
 //   compare:  allocated.yaml, CONFIG itself ("uniform") and optional uniform baselines (--baselines 4,8: heads with
 //             head_dim = d_model / heads) from scratch for seeds 0..N-1 in OUT/runs/<name>-s<seed>
 //   report:   OUT/results.csv, results.md and metric_vs_parameters.png (mean ± sd over seeds)
-// Started again with the same arguments, finished runs are reused and an interrupted one resumes (as `sweep`).
+// Started again with the same arguments, finished runs are reused and an interrupted one resumes (as `sweep`);
+// --remeasure times the finished runs again, back to back, for the table.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +33,8 @@ struct AllocateArgs {
   std::vector<int64_t> baselines;
   int64_t seeds = 3;
   std::vector<std::string> overrides;
-  std::string out_dir;  // default allocations/<config name>
+  std::string out_dir;     // default allocations/<config name>
+  bool remeasure = false;  // time every finished compare run again, back to back
 };
 
 int allocate_command(const AllocateArgs& args);
