@@ -146,6 +146,36 @@ TEST_CASE("recall: every answer is the asked key's value (with 2 hops, the value
   }
 }
 
+TEST_CASE("recall: mixed_hops trains on 1..hops hops per context; eval and test keep hops and stay the same") {
+  RecallOptions o = small(3);
+  o.keys = 60;
+  RecallOptions mixed = o;
+  mixed.mixed_hops = true;
+  const RecallData plain = make_recall_data(o), d = make_recall_data(mixed);
+  std::set<size_t> depths;
+  for (const QaExample& e : d.train) {
+    const auto links = links_of(e.context);
+    REQUIRE(links.size() % static_cast<size_t>(o.pairs) == 0);
+    const size_t depth = links.size() / static_cast<size_t>(o.pairs);
+    depths.insert(depth);
+    std::map<std::string, std::string> value(links.begin(), links.end());
+    std::string w = e.question;  // followed `depth` links it is the answer, a value word
+    for (size_t h = 0; h < depth; ++h) {
+      REQUIRE(value.count(w) == 1);
+      w = value[w];
+    }
+    CHECK(e.answers.front().text == w);
+    CHECK(w[0] == 'v');
+  }
+  CHECK(depths == std::set<size_t>{1, 2, 3});
+  // the draw of a context's depth is taken only with the flag and only for training: eval and test are the same data
+  REQUIRE(d.eval.size() == plain.eval.size());
+  REQUIRE(d.test.size() == plain.test.size());
+  for (size_t i = 0; i < d.eval.size(); ++i) CHECK(d.eval[i].context == plain.eval[i].context);
+  for (size_t i = 0; i < d.test.size(); ++i) CHECK(d.test[i].context == plain.test[i].context);
+  for (const QaExample& e : d.test) CHECK(links_of(e.context).size() == static_cast<size_t>(o.pairs * o.hops));
+}
+
 TEST_CASE("recall: a knob out of range is a ConfigError naming the file, line and key") {
   const std::string head = "data:\n  task: squad\n  format: recall\n  recall:\n";
   CHECK(error_reading(head + "    pairs: 8\n    keys: 16\n").empty());
@@ -162,6 +192,8 @@ TEST_CASE("recall: a knob out of range is a ConfigError naming the file, line an
         "run.yaml:6: data.recall.queries: must be at most pairs = 4 (one question per chain), got 5");
   CHECK(error_reading(head + "    hops: 5\n") == "run.yaml:5: data.recall.hops: must be at most 4, got 5");
   CHECK(error_reading(head + "    distractors: -1\n") == "run.yaml:5: data.recall.distractors: must be >= 0");
+  CHECK(error_reading(head + "    hops: 2\n    mixed_hops: true\n").empty());
+  CHECK(error_reading(head + "    mixed_hops: sometimes\n").find("run.yaml:5: data.recall.mixed_hops") == 0);
   CHECK(error_reading(head + "    test_size: -1\n") == "run.yaml:5: data.recall.test_size: must be >= 0 (0: no test split)");
   CHECK(error_reading(head + "    train_size: 0\n").find("run.yaml:5: data.recall.train_size:") == 0);
   CHECK(error_reading(head + "    pairs: 0\n").find("run.yaml:5: data.recall.pairs:") == 0);

@@ -79,8 +79,12 @@ std::vector<QaExample> make_split(const RecallOptions& o, const std::string& spl
   const auto word = [&](int64_t id) { return id < o.keys ? recall_key(id) : recall_value(id - o.keys); };
   std::vector<QaExample> out;
   for (int64_t n = 0; n < contexts; ++n) {
+    // a curriculum inside one run: with mixed_hops a training context is 1..hops hops deep, so the one-hop questions
+    // that a model learns first teach the lookup the deeper ones repeat
+    RecallOptions oc = o;
+    if (o.mixed_hops && !held_out) oc.hops = 1 + rng.below(o.hops);
     std::vector<std::pair<int64_t, int64_t>> links;
-    for (int t = 0; t < kTriesPerContext && links.empty(); ++t) links = draw_chains(o, held_out, rng, used);
+    for (int t = 0; t < kTriesPerContext && links.empty(); ++t) links = draw_chains(oc, held_out, rng, used);
     HR_CHECK(!links.empty(), "data.recall: cannot draw " + std::to_string(o.pairs) + " chains of " +
                                  std::to_string(o.hops) + " hops with distinct words from " + std::to_string(o.keys) +
                                  " keys and " + std::to_string(o.values) + " values; raise keys or values");
@@ -103,8 +107,8 @@ std::vector<QaExample> make_split(const RecallOptions& o, const std::string& spl
     for (int64_t c = 0; c < o.pairs; ++c) chains[static_cast<size_t>(c)] = c;
     shuffle(chains, rng);
     for (int64_t q = 0; q < o.queries; ++q) {
-      const size_t first = static_cast<size_t>(chains[static_cast<size_t>(q)] * o.hops);
-      const size_t last = first + static_cast<size_t>(o.hops) - 1;
+      const size_t first = static_cast<size_t>(chains[static_cast<size_t>(q)] * oc.hops);
+      const size_t last = first + static_cast<size_t>(oc.hops) - 1;
       QaExample e;
       e.id = "recall-" + split + "-" + std::to_string(n) + "-" + std::to_string(q);
       e.question = word(links[first].first);

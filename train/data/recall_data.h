@@ -31,6 +31,7 @@ struct RecallOptions {
   int64_t queries = 4;      // questions per context, each about a different chain (<= pairs)
   int64_t distractors = 0;  // distractor words between two consecutive pairs
   int64_t hops = 1;         // 1: key -> value; 2: key -> key -> value; ...
+  bool mixed_hops = false;  // training contexts take 1..hops hops (drawn per context); eval and test keep hops
   int64_t train_size = 2000, eval_size = 200, test_size = 200;  // contexts per split; test 0: no test split
   int64_t seed = 0;
 };

@@ -80,6 +80,7 @@ RecallOptions read_recall(const Config& data) {
   if (r.queries > r.pairs)
     c->fail("queries", "must be at most pairs = " + std::to_string(r.pairs) + " (one question per chain), got " +
                            std::to_string(r.queries));
+  r.mixed_hops = c->get<bool>("mixed_hops", r.mixed_hops);
   r.distractors = at_most(*c, "distractors", c->get<int64_t>("distractors", r.distractors), kMaxWords);
   if (r.distractors < 0) c->fail("distractors", "must be >= 0");
   r.train_size = at_most(*c, "train_size", c->get_positive("train_size", r.train_size), kMaxContexts);
