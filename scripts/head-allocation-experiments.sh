@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The per-layer head experiments of docs/tutorial.md (sections 6-8), each a resumable `headroom allocate` or `sweep`:
+# The per-layer head experiments of docs/tutorial.md (sections 7-9), each a resumable `headroom allocate` or `sweep`:
 #   split-recall, split-clinc  the seed's split: the first half of the layers 8 heads, the second half 4 heads of twice
 #                              the head_dim (every layer as wide as before: the same parameters), against uniform 8 and
 #                              uniform 4 heads (and 1 head on recall); recall at 3 pairs (6 seeds: a run there either

@@ -99,6 +99,11 @@ AllocateResult allocate_result_from_json(const nlohmann::json& j) {
   return r;
 }
 
+// OUT/runs/<name>-s<seed>: one compare run
+std::string run_dir(const std::string& dir, const std::string& name, int64_t seed) {
+  return dir + "/runs/" + name + "-s" + std::to_string(seed);
+}
+
 // A model of the compare phase: trained from `config` with `overrides` (plus the seed).
 struct CompareModel {
   std::string name, config;
@@ -106,7 +111,7 @@ struct CompareModel {
 };
 
 AllocateResult train_and_measure(const std::string& dir, const CompareModel& m, int64_t seed) {
-  const std::string run = dir + "/runs/" + m.name + "-s" + std::to_string(seed);
+  const std::string run = run_dir(dir, m.name, seed);
   const std::string result_path = run + "/result.json";
   if (fs::exists(result_path)) {
     std::cout << "allocate: reusing " << run << "\n";
@@ -344,10 +349,8 @@ int allocate_command(const AllocateArgs& args) {
   if (args.remeasure) {
     // timings taken while other work shared the machine are not comparable: take them all again, back to back
     for (AllocateResult& r : results) {
-      const std::string run = dir + "/runs/" + r.name + "-s" + std::to_string(r.seed);
-      std::cout << "allocate: timing " << run << std::endl;
-      LoadedRun loaded = load_run(run, "best", false);
-      measure_timings(loaded, r);
+      const std::string run = run_dir(dir, r.name, r.seed);
+      retime_run("allocate", run, r);
       write_text(run + "/result.json", to_json(r).dump(2) + "\n");
     }
   }

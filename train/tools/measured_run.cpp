@@ -35,6 +35,12 @@ void measure_timings(LoadedRun& run, RunMeasurement& m) {
   m.step_ms = median(time_training_steps(*run.model, run.config.train.batch_size, T, V, 3, 20).step_seconds) * 1e3;
 }
 
+void retime_run(const std::string& tool, const std::string& dir, RunMeasurement& m) {
+  std::cout << tool << ": timing " << dir << std::endl;
+  LoadedRun loaded = load_run(dir, "best", false);
+  measure_timings(loaded, m);
+}
+
 RunMeasurement measure_run(LoadedRun& run) {
   const std::string split = run.task->has_split("test") ? "test" : "eval";
   const EvalResult r = run.task->evaluate(*run.model, split, run.config.train.device, 64);

@@ -24,6 +24,9 @@ void train_or_resume(const std::string& tool, const std::string& what, const std
 
 // A training step at the run's batch size and model.max_len, eval-mode forward latency at batch 1 and 32.
 void measure_timings(LoadedRun& run, RunMeasurement& m);
+// The timings of the finished run in `dir` taken again (its best checkpoint), for tables whose runs were trained while
+// other work shared the machine; `tool` prefixes the progress line.
+void retime_run(const std::string& tool, const std::string& dir, RunMeasurement& m);
 // Parameters, the primary metric on the test split (eval without one), and the timings.
 RunMeasurement measure_run(LoadedRun& run);
 

@@ -134,9 +134,7 @@ int sweep_command(const SweepArgs& args) {
     // timings taken while other work shared the machine are not comparable: take them all again, back to back
     for (SweepResult& r : results) {
       const std::string run = run_dir(dir, r.heads, r.seed);
-      std::cout << "sweep: timing " << run << std::endl;
-      LoadedRun loaded = load_run(run, "best", false);
-      measure_timings(loaded, r);
+      retime_run("sweep", run, r);
       std::ofstream(run + "/result.json") << to_json(r).dump(2) << "\n";
     }
   }
