@@ -3,8 +3,10 @@
 # noise hits both alike: per round and the medians of the training step, batch-32 inference, batch-1 latency and the
 # ratio to the in-run gemm rate of the precision used.
 # Usage: scripts/bench-compare.sh OLD [NEW (build/headroom)] [ROUNDS (5)] [CONFIG (configs/bench-cpu.yaml)]
-# OLD and NEW are a binary followed by any bench flags, e.g. the precisions of one build:
+# OLD and NEW are a binary followed by any bench flags, optionally after environment settings, e.g. the precisions of
+# one build, or OpenMP's spinning:
 #   scripts/bench-compare.sh "build/headroom --precision f32" "build/headroom --precision bf16" 7
+#   scripts/bench-compare.sh build/headroom "GOMP_SPINCOUNT=30000 build/headroom" 7
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old=$1 new=${2:-build/headroom} rounds=${3:-5} config=${4:-configs/bench-cpu.yaml}
@@ -13,7 +15,9 @@ for r in $(seq "$rounds"); do
   for which in old new; do
     cmd=$old; [ "$which" = new ] && cmd=$new
     read -ra words <<< "$cmd"
-    "${words[0]}" bench "$config" "${words[@]:1}" --steps 10 --warmup 3 --json | tail -1 > "$out/$which-$r.json"
+    vars=()
+    while [[ ${words[0]} == *=* ]]; do vars+=("${words[0]}"); words=("${words[@]:1}"); done
+    env "${vars[@]}" "${words[0]}" bench "$config" "${words[@]:1}" --steps 10 --warmup 3 --json | tail -1 > "$out/$which-$r.json"
   done
 done
 lscpu | sed -n 's/^Model name: *//p' | head -1
