@@ -49,6 +49,12 @@ Tensor sum_to(const Tensor& g, const Shape& shape);
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 // x (..., in) @ w^T + b: w (out, in) as PyTorch's Linear; bias (out) or undefined.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias);
+// Attention's two products, reading and writing the heads where they lie in (B, T, H*Dh) (head h is columns
+// [h*Dh, (h+1)*Dh)), so that nothing is permuted to (B, H, T, Dh) and back, forward or backward:
+// q (B, Tq, H*Dh), k (B, Tk, H*Dh) -> (B, H, Tq, Tk): head h's q_h k_h^T.
+Tensor head_scores(const Tensor& q, const Tensor& k, int64_t heads);
+// probs (B, H, Tq, Tk), v (B, Tk, H*Dh) -> (B, Tq, H*Dh): head h's probs_h v_h in head h's columns.
+Tensor head_context(const Tensor& probs, const Tensor& v);
 
 // ---- shape (ops/shape.cpp). reshape is a view; permute/transpose/concat/split/slice materialise.
 Tensor reshape(const Tensor& x, const Shape& shape);  // one dimension may be -1

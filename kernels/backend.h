@@ -20,6 +20,8 @@ constexpr int kMaxDims = 6;
 // op(A) is (M, K), op(B) is (K, N), C is (M, N); all row-major with leading dimensions lda/ldb/ldc
 // (lda is the row stride of A as stored, i.e. >= K when !transA, >= M when transA).
 // A stride of 0 broadcasts that operand over the batch. strideC must not be 0 when batch > 1.
+// An outer batch repeats all that `outer` times, operand X's matrices starting outerX further on (no broadcast): with
+// batch = heads and strides of Dh it multiplies every (sequence, head) pair of a (B, T, H*Dh) tensor in place.
 // A and B are both f32 or both bf16 (`inputs`); C, alpha, beta, the bias and the accumulation are always f32.
 enum class GemmInputs : uint8_t { F32, BF16 };
 struct GemmArgs {
@@ -29,6 +31,7 @@ struct GemmArgs {
   const void* A = nullptr; int64_t lda = 0, strideA = 0;  // float* or uint16_t* (bf16 bits), as `inputs` says
   const void* B = nullptr; int64_t ldb = 0, strideB = 0;
   float* C = nullptr; int64_t ldc = 0, strideC = 0;
+  int64_t outer = 1, outerA = 0, outerB = 0, outerC = 0;  // C[o, b] starts at C + o * outerC + b * strideC
   float alpha = 1.f, beta = 0.f;
   const float* bias = nullptr;  // (N) or null; only with beta == 0
 };

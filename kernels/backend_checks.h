@@ -27,6 +27,9 @@ inline void check_gemm(const GemmArgs& g) {
   HR_CHECK(g.ldc >= g.N, "gemm: ldc smaller than N" + dims());
   HR_CHECK(g.strideA >= 0 && g.strideB >= 0 && g.strideC >= 0, "gemm: negative batch stride");
   HR_CHECK(g.batch <= 1 || g.strideC != 0, "gemm: strideC must not be 0 when batch > 1");
+  HR_CHECK(g.outer >= 0, "gemm: negative outer batch");
+  HR_CHECK(g.outer <= 1 || (g.outerA > 0 && g.outerB > 0 && g.outerC > 0),
+           "gemm: outer strides must be positive when outer > 1");
   HR_CHECK(!g.bias || g.beta == 0.f, "gemm: a bias needs beta == 0");
   HR_CHECK(g.C && (g.K == 0 || (g.A && g.B)), "gemm: null operand");
 }

@@ -60,19 +60,19 @@ Tensor MultiHeadAttention::forward(const Tensor& x, LayerContext& ctx) const {
     ctx.prev_logits = Tensor();
     return add(Tensor::zeros(x.shape(), x.device()), o.bias);
   }
-  auto heads_first = [&](const Tensor& t) { return permute(reshape(t, {B, T, H, Dh}), {0, 2, 1, 3}); };
-  const Tensor qh = heads_first(q->forward(x));  // (B, H, T, Dh)
-  const Tensor kh = heads_first(k->forward(x));  // (B, H, T, Dh)
-  const Tensor vh = heads_first(v->forward(x));  // (B, H, T, Dh)
+  // the heads stay where the projections put them: head h is columns [h*Dh, (h+1)*Dh) (head_scores, head_context)
+  const Tensor qx = q->forward(x);  // (B, T, H*Dh)
+  const Tensor kx = k->forward(x);  // (B, T, H*Dh)
+  const Tensor vx = v->forward(x);  // (B, T, H*Dh)
   const float s = 1.f / std::sqrt(static_cast<float>(Dh));
 
   Tensor probs;  // (B, H, T, T)
   const bool mixes_logits = talk_logits || opt_.cross_layer;
   if (!mixes_logits) {
     ctx.prev_logits = Tensor();  // a plain layer breaks the chain of residual logits
-    probs = softmax(matmul(qh, kh, false, true), ctx.key_mask, s);  // scale + mask + softmax in one pass
+    probs = softmax(head_scores(qx, kx, H), ctx.key_mask, s);  // scale + mask + softmax in one pass
   } else {
-    Tensor logits = scale(matmul(qh, kh, false, true), s);  // (B, H, T, T)
+    Tensor logits = scale(head_scores(qx, kx, H), s);  // (B, H, T, T)
     if (talk_logits) logits = mix_heads(logits, *talk_logits);
     if (opt_.cross_layer && ctx.prev_logits.defined()) {
       Tensor prev = ctx.prev_logits;
@@ -87,10 +87,14 @@ Tensor MultiHeadAttention::forward(const Tensor& x, LayerContext& ctx) const {
   if (ctx.attention_maps) ctx.attention_maps->push_back(probs.detach());
   probs = dropout(probs, opt_.dropout, training());
 
-  Tensor heads = matmul(probs, vh);  // (B, H, T, Dh)
-  if (gates) heads = mul(heads, reshape(gates->forward(), {1, H, 1, 1}));
-  if (head_mask_.defined()) heads = mul(heads, reshape(head_mask_, {head_mask_.ndim() == 2 ? B : 1, H, 1, 1}));
-  return o.forward(reshape(permute(heads, {0, 2, 1, 3}), {B, T, H * Dh}));  // (B, T, H*Dh) -> (B, T, D)
+  Tensor heads = head_context(probs, vx);  // (B, T, H*Dh)
+  if (gates || head_mask_.defined()) {
+    heads = reshape(heads, {B, T, H, Dh});
+    if (gates) heads = mul(heads, reshape(gates->forward(), {1, 1, H, 1}));
+    if (head_mask_.defined()) heads = mul(heads, reshape(head_mask_, {head_mask_.ndim() == 2 ? B : 1, 1, H, 1}));
+    heads = reshape(heads, {B, T, H * Dh});
+  }
+  return o.forward(heads);  // (B, T, H*Dh) -> (B, T, D)
 }
 
 LayerStats MultiHeadAttention::stats(int64_t T) const {

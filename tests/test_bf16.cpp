@@ -178,6 +178,51 @@ TEST_CASE("autocast: linear and matmul multiply rounded operands, forward and ba
   }
 }
 
+TEST_CASE("autocast: head_scores and head_context multiply rounded operands in place, forward and backward" *
+          doctest::skip(!bf16_runs())) {
+  // per head h of sequence b: scores = q_h k_h^T, context_h = p_h v_h, each from the bf16-rounded values
+  const int64_t B = 2, H = 3, Dh = 40, T = 5;
+  const std::vector<float> qv = random_values(B * T * H * Dh, 11), kv = random_values(B * T * H * Dh, 12),
+                           pv = random_values(B * H * T * T, 13), vv = random_values(B * T * H * Dh, 14),
+                           gs = random_values(B * H * T * T, 15), gc = random_values(B * T * H * Dh, 16);
+  Tensor q = Tensor::from_vector(qv, {B, T, H * Dh}).set_requires_grad();
+  Tensor k = Tensor::from_vector(kv, {B, T, H * Dh}).set_requires_grad();
+  Tensor p = Tensor::from_vector(pv, {B, H, T, T}).set_requires_grad();
+  Tensor v = Tensor::from_vector(vv, {B, T, H * Dh}).set_requires_grad();
+  std::vector<float> scores, context;
+  {
+    AutocastScope scope(Precision::BF16, {});
+    const Tensor s = head_scores(q, k, H), c = head_context(p, v);
+    scores = s.to_vector();
+    context = c.to_vector();
+    backward(add(sum(mul(s, Tensor::from_vector(gs, s.shape()))), sum(mul(c, Tensor::from_vector(gc, c.shape())))));
+  }
+  // (T, Dh) block of head h of sequence b out of a (B, T, H*Dh) tensor, and back
+  const auto head = [&](const std::vector<float>& x, int64_t b, int64_t h) {
+    std::vector<float> out(static_cast<size_t>(T * Dh));
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t d = 0; d < Dh; ++d) out[t * Dh + d] = x[(b * T + t) * H * Dh + h * Dh + d];
+    return out;
+  };
+  const auto square = [&](const std::vector<float>& x, int64_t b, int64_t h) {  // (T, T) of (B, H, T, T)
+    return std::vector<float>(x.begin() + (b * H + h) * T * T, x.begin() + (b * H + h + 1) * T * T);
+  };
+  const std::vector<float> gq = q.grad().to_vector(), gk = k.grad().to_vector(), gp = p.grad().to_vector(),
+                           gv = v.grad().to_vector();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      CAPTURE(b); CAPTURE(h);
+      const auto qh = head(qv, b, h), kh = head(kv, b, h), vh = head(vv, b, h), ph = square(pv, b, h);
+      const auto gsh = square(gs, b, h), gch = head(gc, b, h);
+      check_close(square(scores, b, h), rounded_product(qh, kh, T, T, Dh, false, true), "head_scores");
+      check_close(head(context, b, h), rounded_product(ph, vh, T, Dh, T, false, false), "head_context");
+      check_close(head(gq, b, h), rounded_product(gsh, kh, T, Dh, T, false, false), "head_scores dq");
+      check_close(head(gk, b, h), rounded_product(gsh, qh, T, Dh, T, true, false), "head_scores dk");
+      check_close(square(gp, b, h), rounded_product(gch, vh, T, T, Dh, false, true), "head_context dprobs");
+      check_close(head(gv, b, h), rounded_product(ph, gch, T, Dh, T, true, false), "head_context dv");
+    }
+}
+
 // ---------------------------------------------------------------- whole runs (the headroom binary)
 
 namespace {

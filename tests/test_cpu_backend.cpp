@@ -65,6 +65,8 @@ struct GemmCase {
   float alpha, beta;
   bool bias;
   bool bf16 = false;        // A and B rounded to bf16 (GemmInputs::BF16)
+  int64_t outer = 1;        // > 1: an outer batch, each outer index's `batch` matrices side by side in its rows, as
+                            // attention's heads lie in a (B, T, H*Dh) tensor
 };
 
 bool bf16_runs() { return cpu_backend().bf16_support(nullptr) != Backend::Bf16::None; }
@@ -86,10 +88,19 @@ void run_gemm_case(const GemmCase& c) {
   g.strideA = c.bcastA ? 0 : a_rows * g.lda + 5;  // a gap between matrices, too
   g.strideB = c.bcastB ? 0 : b_rows * g.ldb + 3;
   g.strideC = c.M * g.ldc + 2;
-  const Vec A = random_vec(static_cast<size_t>((c.bcastA ? 1 : c.batch) * (a_rows * g.lda + 5)), 1);
-  const Vec B = random_vec(static_cast<size_t>((c.bcastB ? 1 : c.batch) * (b_rows * g.ldb + 3)), 2);
+  int64_t size_a = (c.bcastA ? 1 : c.batch) * (a_rows * g.lda + 5), size_b = (c.bcastB ? 1 : c.batch) * (b_rows * g.ldb + 3);
+  int64_t size_c = c.batch * g.strideC;
+  if (c.outer > 1) {  // (outer, rows, batch * cols + pad) with a gap between outer indices
+    g.outer = c.outer;
+    g.lda = c.batch * a_cols + c.pad; g.ldb = c.batch * b_cols + c.pad; g.ldc = c.batch * c.N + c.pad;
+    g.strideA = c.bcastA ? 0 : a_cols; g.strideB = c.bcastB ? 0 : b_cols; g.strideC = c.N;
+    g.outerA = a_rows * g.lda + 5; g.outerB = b_rows * g.ldb + 3; g.outerC = c.M * g.ldc + 2;
+    size_a = c.outer * g.outerA; size_b = c.outer * g.outerB; size_c = c.outer * g.outerC;
+  }
+  const Vec A = random_vec(static_cast<size_t>(size_a), 1);
+  const Vec B = random_vec(static_cast<size_t>(size_b), 2);
   const Vec bias = random_vec(static_cast<size_t>(c.N), 3);
-  Vec C = random_vec(static_cast<size_t>(c.batch * g.strideC), 4);
+  Vec C = random_vec(static_cast<size_t>(size_c), 4);
   const Vec C0 = C;
   const std::vector<uint16_t> A16 = rounded(A), B16 = rounded(B);
   g.A = A.data(); g.B = B.data(); g.C = C.data(); g.alpha = c.alpha; g.beta = c.beta;
@@ -100,19 +111,21 @@ void run_gemm_case(const GemmCase& c) {
   // want: from the operands the gemm saw (rounded for bf16); exact: from the f32 operands; bound: sum |a w| per element
   std::vector<double> want(C0.begin(), C0.end()), exact = want, bound(want.size(), 0.0);  // padding, gaps untouched
   double max_rounding_effect = 0;
-  for (int64_t b = 0; b < c.batch; ++b)
+  for (int64_t m = 0; m < c.outer * c.batch; ++m)
     for (int64_t i = 0; i < c.M; ++i)
       for (int64_t j = 0; j < c.N; ++j) {
+        const int64_t o = m / c.batch, b = m % c.batch;
+        const int64_t a0 = o * g.outerA + b * g.strideA, w0 = o * g.outerB + b * g.strideB;
         double s = 0, s32 = 0, abs = 0;
         for (int64_t k = 0; k < c.K; ++k) {
-          const int64_t ai = c.transA ? b * g.strideA + k * g.lda + i : b * g.strideA + i * g.lda + k;
-          const int64_t wi = c.transB ? b * g.strideB + j * g.ldb + k : b * g.strideB + k * g.ldb + j;
+          const int64_t ai = c.transA ? a0 + k * g.lda + i : a0 + i * g.lda + k;
+          const int64_t wi = c.transB ? w0 + j * g.ldb + k : w0 + k * g.ldb + j;
           const double a = A[ai], w = B[wi];
           s32 += a * w;
           abs += std::abs(a * w);
           s += c.bf16 ? double(math::from_bf16(A16[ai])) * math::from_bf16(B16[wi]) : a * w;
         }
-        const size_t ci = static_cast<size_t>(b * g.strideC + i * g.ldc + j);
+        const size_t ci = static_cast<size_t>(o * g.outerC + b * g.strideC + i * g.ldc + j);
         const double rest = c.beta * C0[ci] + (c.bias ? bias[j] : 0.0);
         want[ci] = c.alpha * s + rest;
         exact[ci] = c.alpha * s32 + rest;
@@ -167,6 +180,17 @@ TEST_CASE("gemm: batches with broadcast operands, bias, alpha and beta") {
   run_gemm_case({1, 7, 5, 0, false, false, 0, false, false, 2.f, 0.f, true});    // K = 0: C = bias
 }
 
+TEST_CASE("gemm: an outer batch over matrices that lie side by side (attention heads in place)") {
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = (t & 1) != 0, tb = (t & 2) != 0;
+    run_gemm_case({4, 9, 11, 8, ta, tb, 0, false, false, 1.f, 0.f, false, false, 3});   // (B, T, H*Dh) operands
+    run_gemm_case({3, 7, 5, 13, ta, tb, 2, false, false, 0.5f, 1.f, false, false, 2});  // padded, alpha, beta
+    run_gemm_case({2, 7, 33, 7, ta, tb, 1, false, false, 0.25f, 0.f, true, false, 3});  // bias added after alpha
+    run_gemm_case({2, 5, 6, 0, ta, tb, 0, false, false, 1.f, 0.5f, false, false, 2});   // K = 0
+    if (bf16_runs()) run_gemm_case({8, 64, 32, 64, ta, tb, 0, false, false, 1.f, 0.f, false, true, 2});
+  }
+}
+
 TEST_CASE("bf16 gemm: the product of the rounded inputs with f32 accumulation, within 2^-7 sum |a b| of f32" *
           doctest::skip(!bf16_runs())) {
   for (int t = 0; t < 4; ++t) {
@@ -197,6 +221,9 @@ TEST_CASE("gemm: primitives are cached, bad arguments throw") {
 
   GemmArgs bad = g;
   bad.lda = 10;
+  CHECK_THROWS_AS(be().gemm(bad), Error);
+  bad = g;
+  bad.outer = 2;  // outer strides left at 0
   CHECK_THROWS_AS(be().gemm(bad), Error);
   bad = g;
   bad.batch = 2;  // strideC 0

@@ -135,6 +135,7 @@ struct GemmCase {
   float alpha, beta;
   bool bias;
   bool bf16 = false;    // A and B rounded to bf16 on each backend (GemmInputs::BF16)
+  int64_t outer = 1;    // > 1: an outer batch, each outer index's matrices side by side in its rows ((B, T, H*Dh))
 };
 
 void run_gemm_case(const GemmCase& c) {
@@ -149,9 +150,18 @@ void run_gemm_case(const GemmCase& c) {
   g.strideB = c.bcastB ? 0 : b_rows * g.ldb + 3;
   g.strideC = c.M * g.ldc + 2;
   g.alpha = c.alpha; g.beta = c.beta;
-  BothF A(random_vec(static_cast<size_t>((c.bcastA ? 1 : c.batch) * (a_rows * g.lda + 5)), 1));
-  BothF B(random_vec(static_cast<size_t>((c.bcastB ? 1 : c.batch) * (b_rows * g.ldb + 3)), 2));
-  BothF C(random_vec(static_cast<size_t>(c.batch * g.strideC), 3));
+  int64_t size_a = (c.bcastA ? 1 : c.batch) * (a_rows * g.lda + 5), size_b = (c.bcastB ? 1 : c.batch) * (b_rows * g.ldb + 3);
+  int64_t size_c = c.batch * g.strideC;
+  if (c.outer > 1) {  // (outer, rows, batch * cols + pad) with a gap between outer indices
+    g.outer = c.outer;
+    g.lda = c.batch * a_cols + c.pad; g.ldb = c.batch * b_cols + c.pad; g.ldc = c.batch * c.N + c.pad;
+    g.strideA = c.bcastA ? 0 : a_cols; g.strideB = c.bcastB ? 0 : b_cols; g.strideC = c.N;
+    g.outerA = a_rows * g.lda + 5; g.outerB = b_rows * g.ldb + 3; g.outerC = c.M * g.ldc + 2;
+    size_a = c.outer * g.outerA; size_b = c.outer * g.outerB; size_c = c.outer * g.outerC;
+  }
+  BothF A(random_vec(static_cast<size_t>(size_a), 1));
+  BothF B(random_vec(static_cast<size_t>(size_b), 2));
+  BothF C(random_vec(static_cast<size_t>(size_c), 3));
   BothF bias(random_vec(static_cast<size_t>(c.N), 4));
   // bf16 copies of A and B, rounded by each backend itself; the roundings must be bit-identical
   using Bits = std::vector<uint16_t>;
@@ -194,6 +204,16 @@ TEST_CASE("cuda gemm: batches, broadcast operands, bias, alpha and beta") {
   run_gemm_case({4, 17, 29, 40, false, true, 1, false, true, 1.f, 0.f, true});
   run_gemm_case({2, 9, 11, 13, true, true, 0, false, false, -0.75f, 0.5f, false});
   run_gemm_case({1, 9, 11, 13, false, false, 0, false, false, 2.f, 1.f, false});
+}
+
+TEST_CASE("cuda gemm: an outer batch over matrices side by side (attention heads in place), f32 and bf16") {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      run_gemm_case({4, 9, 11, 8, ta, tb, 0, false, false, 1.f, 0.f, false, false, 3});
+      run_gemm_case({3, 7, 5, 13, ta, tb, 2, false, false, 0.5f, 1.f, false, false, 2});
+      run_gemm_case({2, 7, 33, 7, ta, tb, 1, false, false, 1.f, 0.f, true, false, 3});
+      run_gemm_case({8, 64, 32, 64, ta, tb, 0, false, false, 1.f, 0.f, false, true, 2});
+    }
 }
 
 TEST_CASE("cuda gemm with bf16 inputs: the CPU's bf16 gemm (the same rounded operands, f32 accumulation)") {

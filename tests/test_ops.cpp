@@ -132,6 +132,52 @@ TEST_CASE("matmul forward matches a naive loop") {
                        hr::Error);
 }
 
+namespace {
+// What head_scores and head_context replace: the heads permuted out of (B, T, H*Dh) to (B, H, T, Dh), and back
+Tensor split_heads(const Tensor& t, int64_t H) {
+  return permute(reshape(t, {t.dim(0), t.dim(1), H, t.dim(2) / H}), {0, 2, 1, 3});
+}
+Tensor merge_heads(const Tensor& t) {
+  return reshape(permute(t, {0, 2, 1, 3}), {t.dim(0), t.dim(2), t.dim(1) * t.dim(3)});
+}
+void check_same_values(const Tensor& got, const Tensor& want, const char* what) {
+  REQUIRE(got.shape() == want.shape());
+  const std::vector<float> g = got.to_vector(), w = want.to_vector();
+  for (size_t i = 0; i < g.size(); ++i)
+    if (!(std::abs(g[i] - w[i]) <= 1e-5f * (1 + std::abs(w[i])))) {
+      FAIL_CHECK(what << ": element " << i << " is " << g[i] << ", the permuted product gives " << w[i]);
+      return;
+    }
+}
+}  // namespace
+
+TEST_CASE("head_scores and head_context: gradients, and the products of heads permuted out, forward and backward") {
+  expect_grad([](const V& v) { return head_scores(v[0], v[1], 2); }, {rand_tensor({2, 3, 8}, 1), rand_tensor({2, 5, 8}, 2)});
+  expect_grad([](const V& v) { return head_context(v[0], v[1]); },
+              {rand_tensor({2, 2, 3, 5}, 3), rand_tensor({2, 5, 8}, 4)});
+  expect_grad([](const V& v) { return head_scores(v[0], v[1], 1); }, {rand_tensor({1, 4, 3}, 5), rand_tensor({1, 2, 3}, 6)});
+
+  const int64_t B = 3, H = 4, Dh = 5, Tq = 6, Tk = 7;
+  Tensor q = rand_tensor({B, Tq, H * Dh}, 7).set_requires_grad(), k = rand_tensor({B, Tk, H * Dh}, 8).set_requires_grad();
+  Tensor p = rand_tensor({B, H, Tq, Tk}, 9).set_requires_grad(), v = rand_tensor({B, Tk, H * Dh}, 10).set_requires_grad();
+  const Tensor rs = rand_tensor({B, H, Tq, Tk}, 11), rc = rand_tensor({B, Tq, H * Dh}, 12);  // gradients reaching out
+  std::vector<Tensor> in_place, permuted;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (Tensor* t : {&q, &k, &p, &v}) t->zero_grad();
+    const Tensor scores = pass == 0 ? head_scores(q, k, H) : matmul(split_heads(q, H), split_heads(k, H), false, true);
+    const Tensor context = pass == 0 ? head_context(p, v) : merge_heads(matmul(p, split_heads(v, H)));
+    backward(add(sum(mul(scores, rs)), sum(mul(context, rc))));
+    std::vector<Tensor>& results = pass == 0 ? in_place : permuted;
+    results = {scores.detach(), context.detach()};
+    for (const Tensor* t : {&q, &k, &p, &v}) results.push_back(t->grad().clone());
+  }
+  const char* what[] = {"scores", "context", "dq", "dk", "dprobs", "dv"};
+  for (size_t i = 0; i < in_place.size(); ++i) check_same_values(in_place[i], permuted[i], what[i]);
+
+  CHECK_THROWS_WITH_AS(head_scores(q, k, 3), doctest::Contains("not (B, T, H*Dh) for 3 heads"), hr::Error);
+  CHECK_THROWS_WITH_AS(head_context(p, q), doctest::Contains("is not (B, H, Tq, Tk)"), hr::Error);
+}
+
 TEST_CASE("linear") {
   expect_grad([](const V& v) { return linear(v[0], v[1], v[2]); },
               {rand_tensor({2, 3, 4}, 1), rand_tensor({5, 4}, 2), rand_tensor({5}, 3)});

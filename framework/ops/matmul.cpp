@@ -1,4 +1,5 @@
-// matmul (2-d and batched, with transposes and a broadcast 2-d operand) and linear (x @ w^T + b, one gemm).
+// matmul (2-d and batched, with transposes and a broadcast 2-d operand), linear (x @ w^T + b, one gemm) and attention's
+// per-head products over heads left in place (head_scores, head_context).
 // Under a bf16 autocast scope (framework/autocast.h) both multiply bf16 copies of their operands into f32 results, and
 // their backward rules keep those copies, so the backward gemms run in bf16 too.
 #include "framework/autocast.h"
@@ -88,7 +89,106 @@ Tensor product(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   return gemm(a, ta, b, tb, batch);
 }
 
+// Where the (B, H) matrices of a head_scores / head_context operand lie: matrix (b, h) is (rows, cols) with rows `ld`
+// apart, starting at b * outer + h * stride.
+struct HeadLayout {
+  int64_t rows, cols, ld, stride, outer;
+};
+// (B, T, H*Dh): head h is a block of Dh columns
+HeadLayout heads_in_columns(int64_t T, int64_t H, int64_t Dh) { return {T, Dh, H * Dh, Dh, T * H * Dh}; }
+// (B, H, R, C), contiguous
+HeadLayout heads_first(int64_t H, int64_t R, int64_t C) { return {R, C, C, R * C, H * R * C}; }
+
+// C[b, h] = op(A[b, h]) @ op(B[b, h]) for B sequences of H heads: one gemm with an outer batch; a and b f32 or bf16
+// (the same), c f32.
+void head_gemm(int64_t B, int64_t H, const Tensor& a, HeadLayout la, bool ta, const Tensor& b, HeadLayout lb, bool tb,
+               Tensor& c, HeadLayout lc) {
+  GemmArgs g;
+  g.M = ta ? la.cols : la.rows;
+  g.K = ta ? la.rows : la.cols;
+  g.N = tb ? lb.rows : lb.cols;
+  HR_CHECK(g.K == (tb ? lb.cols : lb.rows) && g.M == lc.rows && g.N == lc.cols && a.dtype() == b.dtype(),
+           "internal: head_gemm operands do not match");
+  if (c.numel() == 0) return;
+  if (g.K == 0) return c.fill_(0.f);
+  g.outer = B;
+  g.batch = H;
+  g.transA = ta;
+  g.transB = tb;
+  g.inputs = a.dtype() == DType::BF16 ? GemmInputs::BF16 : GemmInputs::F32;
+  g.A = raw(a), g.lda = la.ld, g.strideA = la.stride, g.outerA = la.outer;
+  g.B = raw(b), g.ldb = lb.ld, g.strideB = lb.stride, g.outerB = lb.outer;
+  g.C = c.data(), g.ldc = lc.ld, g.strideC = lc.stride, g.outerC = lc.outer;
+  be(a).gemm(g);
+}
+
 }  // namespace
+
+Tensor head_scores(const Tensor& q, const Tensor& k, int64_t heads) {
+  detail::check_f32(q, "head_scores");
+  detail::check_f32(k, "head_scores");
+  detail::check_same_device(q, k, "head_scores");
+  HR_CHECK(q.ndim() == 3 && k.ndim() == 3 && q.dim(0) == k.dim(0) && q.dim(2) == k.dim(2) && heads > 0 &&
+               q.dim(2) % heads == 0,
+           "head_scores: q " + shape_str(q.shape()) + " and k " + shape_str(k.shape()) + " are not (B, T, H*Dh) for " +
+               std::to_string(heads) + " heads");
+  const int64_t B = q.dim(0), Tq = q.dim(1), Tk = k.dim(1), H = heads, Dh = q.dim(2) / heads;
+  const bool low = autocast::bf16();
+  const Tensor qin = operand(q, low), kin = operand(k, low);  // what the products read, forward and backward
+  Tensor out = Tensor::empty({B, H, Tq, Tk}, q.device());
+  const HeadLayout lq = heads_in_columns(Tq, H, Dh), lk = heads_in_columns(Tk, H, Dh), ls = heads_first(H, Tq, Tk);
+  head_gemm(B, H, qin, lq, false, kin, lk, true, out, ls);  // (Tq, Dh) @ (Dh, Tk)
+
+  if (needs_grad({&q, &k})) {
+    detail::record("head_scores", out, [q, k, qin, kin, B, H, lq, lk, ls](const Tensor& g) {
+      const Tensor gin = operand(g, qin.dtype() == DType::BF16);  // (B, H, Tq, Tk)
+      if (q.requires_grad()) {
+        Tensor gq = Tensor::empty(q.shape(), q.device());
+        head_gemm(B, H, gin, ls, false, kin, lk, false, gq, lq);  // (Tq, Tk) @ (Tk, Dh)
+        accumulate_grad(q, gq);
+      }
+      if (k.requires_grad()) {
+        Tensor gk = Tensor::empty(k.shape(), k.device());
+        head_gemm(B, H, gin, ls, true, qin, lq, false, gk, lk);  // (Tk, Tq) @ (Tq, Dh)
+        accumulate_grad(k, gk);
+      }
+    });
+  }
+  return out;
+}
+
+Tensor head_context(const Tensor& probs, const Tensor& v) {
+  detail::check_f32(probs, "head_context");
+  detail::check_f32(v, "head_context");
+  detail::check_same_device(probs, v, "head_context");
+  HR_CHECK(probs.ndim() == 4 && v.ndim() == 3 && probs.dim(0) == v.dim(0) && probs.dim(3) == v.dim(1) &&
+               probs.dim(1) > 0 && v.dim(2) % probs.dim(1) == 0,
+           "head_context: probs " + shape_str(probs.shape()) + " is not (B, H, Tq, Tk) for v " + shape_str(v.shape()) +
+               " (B, Tk, H*Dh)");
+  const int64_t B = probs.dim(0), H = probs.dim(1), Tq = probs.dim(2), Tk = probs.dim(3), Dh = v.dim(2) / H;
+  const bool low = autocast::bf16();
+  const Tensor pin = operand(probs, low), vin = operand(v, low);
+  Tensor out = Tensor::empty({B, Tq, H * Dh}, v.device());
+  const HeadLayout lp = heads_first(H, Tq, Tk), lv = heads_in_columns(Tk, H, Dh), lo = heads_in_columns(Tq, H, Dh);
+  head_gemm(B, H, pin, lp, false, vin, lv, false, out, lo);  // (Tq, Tk) @ (Tk, Dh)
+
+  if (needs_grad({&probs, &v})) {
+    detail::record("head_context", out, [probs, v, pin, vin, B, H, lp, lv, lo](const Tensor& g) {
+      const Tensor gin = operand(g, pin.dtype() == DType::BF16);  // (B, Tq, H*Dh)
+      if (probs.requires_grad()) {
+        Tensor gp = Tensor::empty(probs.shape(), probs.device());
+        head_gemm(B, H, gin, lo, false, vin, lv, true, gp, lp);  // (Tq, Dh) @ (Dh, Tk)
+        accumulate_grad(probs, gp);
+      }
+      if (v.requires_grad()) {
+        Tensor gv = Tensor::empty(v.shape(), v.device());
+        head_gemm(B, H, pin, lp, true, gin, lo, false, gv, lv);  // (Tk, Tq) @ (Tq, Dh)
+        accumulate_grad(v, gv);
+      }
+    });
+  }
+  return out;
+}
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   detail::check_f32(a, "matmul");

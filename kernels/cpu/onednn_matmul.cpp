@@ -21,30 +21,38 @@ using Dims = memory::dims;
 // The batch size an operand really has: a stride of 0 broadcasts it, which oneDNN spells as a batch dim of 1.
 int64_t operand_batch(const GemmArgs& g, int64_t stride) { return g.batch > 1 && stride != 0 ? g.batch : 1; }
 
-// (batch, rows, cols) view of a row-major operand stored with leading dimension ld, optionally transposed.
-memory::desc operand_desc(int64_t batch, int64_t rows, int64_t cols, bool trans, int64_t ld, int64_t stride,
-                          memory::data_type type) {
+// (batch, rows, cols) view of a row-major operand stored with leading dimension ld, optionally transposed; with an
+// outer batch, (outer, batch, rows, cols).
+memory::desc operand_desc(int64_t outer, int64_t outer_stride, int64_t batch, int64_t rows, int64_t cols, bool trans,
+                          int64_t ld, int64_t stride, memory::data_type type) {
   const int64_t stored_rows = trans ? cols : rows;
   // a batch dim of 1 gets the dense stride, so that an ordinary matrix matches oneDNN's plain formats
   const int64_t batch_stride = batch > 1 ? stride : stored_rows * ld;
   const Dims strides = trans ? Dims{batch_stride, 1, ld} : Dims{batch_stride, ld, 1};
+  if (outer > 1)
+    return memory::desc(Dims{outer, batch, rows, cols}, type, Dims{outer_stride, strides[0], strides[1], strides[2]});
   return memory::desc(Dims{batch, rows, cols}, type, strides);
 }
 
+// C[o, b] for the loops below
+float* matrix_c(const GemmArgs& g, int64_t o, int64_t b) { return g.C + o * g.outerC + b * g.strideC; }
+
 // op(A) op(B) over an empty K: C = beta C (+ bias); oneDNN has no use for zero-sized reductions.
 void gemm_empty_k(const GemmArgs& g) {
-  for (int64_t b = 0; b < g.batch; ++b)
-    for (int64_t i = 0; i < g.M; ++i) {
-      float* c = g.C + b * g.strideC + i * g.ldc;
-      for (int64_t j = 0; j < g.N; ++j) c[j] = (g.beta == 0.f ? 0.f : g.beta * c[j]) + (g.bias ? g.bias[j] : 0.f);
-    }
+  for (int64_t o = 0; o < g.outer; ++o)
+    for (int64_t b = 0; b < g.batch; ++b)
+      for (int64_t i = 0; i < g.M; ++i) {
+        float* c = matrix_c(g, o, b) + i * g.ldc;
+        for (int64_t j = 0; j < g.N; ++j) c[j] = (g.beta == 0.f ? 0.f : g.beta * c[j]) + (g.bias ? g.bias[j] : 0.f);
+      }
 }
 
-// C[b, i, :] += bias, for a bias that the primitive could not add
+// C[o, b, i, :] += bias, for a bias that the primitive could not add
 void add_bias(const GemmArgs& g) {
-  cpu::parallel_for(g.batch * g.M, g.N, [&](int64_t r0, int64_t r1) {
+  cpu::parallel_for(g.outer * g.batch * g.M, g.N, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      float* c = g.C + r / g.M * g.strideC + r % g.M * g.ldc;
+      const int64_t m = r / g.M;  // which matrix
+      float* c = matrix_c(g, m / g.batch, m % g.batch) + r % g.M * g.ldc;
       for (int64_t j = 0; j < g.N; ++j) c[j] += g.bias[j];
     }
   });
@@ -66,19 +74,22 @@ OneDnnMatmul::Key OneDnnMatmul::key_of(const GemmArgs& g) {
   const int64_t sa = operand_batch(g, g.strideA) > 1 ? g.strideA : 0;
   const int64_t sb = operand_batch(g, g.strideB) > 1 ? g.strideB : 0;
   const int64_t sc = g.batch > 1 ? g.strideC : 0;
+  const bool outer = g.outer > 1;
   const int64_t flags = (g.transA ? 1 : 0) | (g.transB ? 2 : 0) | (bias_in_primitive(g) ? 4 : 0) |
                         (g.inputs == GemmInputs::BF16 ? 8 : 0);
   return Key{g.batch, g.M, g.N, g.K, g.lda, g.ldb, g.ldc, sa, sb, sc, operand_batch(g, g.strideA),
-             operand_batch(g, g.strideB), std::bit_cast<int32_t>(g.alpha), std::bit_cast<int32_t>(g.beta), flags};
+             operand_batch(g, g.strideB), std::bit_cast<int32_t>(g.alpha), std::bit_cast<int32_t>(g.beta), flags,
+             outer ? g.outer : 1, outer ? g.outerA : 0, outer ? g.outerB : 0, outer ? g.outerC : 0};
 }
 
 OneDnnMatmul::Entry OneDnnMatmul::create(const GemmArgs& g) const {
   Entry e;
   const memory::data_type in = g.inputs == GemmInputs::BF16 ? memory::data_type::bf16 : memory::data_type::f32;
-  e.a = operand_desc(operand_batch(g, g.strideA), g.M, g.K, g.transA, g.lda, g.strideA, in);
-  e.b = operand_desc(operand_batch(g, g.strideB), g.K, g.N, g.transB, g.ldb, g.strideB, in);
-  e.c = operand_desc(g.batch, g.M, g.N, false, g.ldc, g.strideC, memory::data_type::f32);
-  e.bias = memory::desc(Dims{1, 1, g.N}, memory::data_type::f32, Dims{g.N, g.N, 1});
+  e.a = operand_desc(g.outer, g.outerA, operand_batch(g, g.strideA), g.M, g.K, g.transA, g.lda, g.strideA, in);
+  e.b = operand_desc(g.outer, g.outerB, operand_batch(g, g.strideB), g.K, g.N, g.transB, g.ldb, g.strideB, in);
+  e.c = operand_desc(g.outer, g.outerC, g.batch, g.M, g.N, false, g.ldc, g.strideC, memory::data_type::f32);
+  e.bias = g.outer > 1 ? memory::desc(Dims{1, 1, 1, g.N}, memory::data_type::f32, Dims{g.N, g.N, g.N, 1})
+                       : memory::desc(Dims{1, 1, g.N}, memory::data_type::f32, Dims{g.N, g.N, 1});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (g.alpha != 1.f) attr.set_output_scales(0, {g.alpha});
@@ -113,7 +124,7 @@ const OneDnnMatmul::Entry& OneDnnMatmul::entry(const GemmArgs& g) {
 
 void OneDnnMatmul::run(const GemmArgs& g) {
   check_gemm(g);
-  if (g.batch == 0 || g.M == 0 || g.N == 0) return;
+  if (g.outer == 0 || g.batch == 0 || g.M == 0 || g.N == 0) return;
   if (g.K == 0) return gemm_empty_k(g);
   const Entry& e = entry(g);
 
@@ -133,7 +144,7 @@ void OneDnnMatmul::run(const GemmArgs& g) {
 
 std::string OneDnnMatmul::implementation(const GemmArgs& g) {
   check_gemm(g);
-  if (g.batch == 0 || g.M == 0 || g.N == 0 || g.K == 0) return "none";
+  if (g.outer == 0 || g.batch == 0 || g.M == 0 || g.N == 0 || g.K == 0) return "none";
   return entry(g).implementation;
 }
 

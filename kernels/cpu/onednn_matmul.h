@@ -30,8 +30,9 @@ class OneDnnMatmul {
   static Backend::Bf16 bf16_support_for(dnnl::cpu_isa isa, std::string* why);
 
  private:
-  // Everything that defines a primitive: batch sizes, shape, strides, alpha/beta bits, transposes, bias, input type.
-  using Key = std::array<int64_t, 15>;
+  // Everything that defines a primitive: batch sizes, shape, strides, alpha/beta bits, transposes, bias, input type,
+  // the outer batch and its strides.
+  using Key = std::array<int64_t, 19>;
   struct KeyHash {
     size_t operator()(const Key& k) const;
   };

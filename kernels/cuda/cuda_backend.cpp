@@ -74,7 +74,21 @@ class CudaBackend final : public Backend {
   // ---- matmul
   void gemm(const GemmArgs& g) override {
     check_gemm(g);
-    if (g.batch == 0 || g.M == 0 || g.N == 0) return;
+    if (g.outer == 0 || g.batch == 0 || g.M == 0 || g.N == 0) return;
+    // cuBLAS's strided batches have one stride: an outer batch is a loop of them
+    const size_t in_bytes = g.inputs == GemmInputs::BF16 ? sizeof(uint16_t) : sizeof(float);
+    for (int64_t o = 0; o < g.outer; ++o) {
+      GemmArgs one = g;
+      one.outer = 1;
+      one.A = static_cast<const char*>(g.A) + o * g.outerA * in_bytes;
+      one.B = static_cast<const char*>(g.B) + o * g.outerB * in_bytes;
+      one.C = g.C + o * g.outerC;
+      gemm_batch(one);
+    }
+  }
+
+  // One strided batch (g.outer == 1), arguments checked.
+  void gemm_batch(const GemmArgs& g) {
     HR_CHECK(fits_int(g.batch) && fits_int(g.M) && fits_int(g.N) && fits_int(g.K) && fits_int(g.lda) &&
                  fits_int(g.ldb) && fits_int(g.ldc),
              "gemm: sizes and leading dimensions must fit in int for cuBLAS");
