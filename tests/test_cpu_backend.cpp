@@ -16,8 +16,12 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/math/bf16.h"
+#include "tests/gemm_case.h"
 
 using namespace hr;
+using hr::testing::GemmCase;
+using hr::testing::gemm_layout;
+using hr::testing::GemmLayout;
 
 namespace {
 
@@ -57,17 +61,6 @@ Backend& be() { return cpu_backend(); }
 
 // ---------------------------------------------------------------- gemm
 
-struct GemmCase {
-  int64_t batch, M, N, K;
-  bool transA, transB;
-  int64_t pad;              // extra leading-dimension elements on every operand
-  bool bcastA, bcastB;      // batch stride 0
-  float alpha, beta;
-  bool bias;
-  bool bf16 = false;        // A and B rounded to bf16 (GemmInputs::BF16)
-  int64_t outer = 1;        // > 1: an outer batch, each outer index's `batch` matrices side by side in its rows, as
-                            // attention's heads lie in a (B, T, H*Dh) tensor
-};
 
 bool bf16_runs() { return cpu_backend().bf16_support(nullptr) != Backend::Bf16::None; }
 
@@ -80,30 +73,15 @@ std::vector<uint16_t> rounded(const Vec& v) {
 void run_gemm_case(const GemmCase& c) {
   CAPTURE(c.batch); CAPTURE(c.M); CAPTURE(c.N); CAPTURE(c.K); CAPTURE(c.transA); CAPTURE(c.transB);
   CAPTURE(c.bcastA); CAPTURE(c.bcastB); CAPTURE(c.alpha); CAPTURE(c.beta); CAPTURE(c.bias);
-  const int64_t a_rows = c.transA ? c.K : c.M, a_cols = c.transA ? c.M : c.K;
-  const int64_t b_rows = c.transB ? c.N : c.K, b_cols = c.transB ? c.K : c.N;
-  GemmArgs g;
-  g.batch = c.batch; g.M = c.M; g.N = c.N; g.K = c.K; g.transA = c.transA; g.transB = c.transB;
-  g.lda = a_cols + c.pad; g.ldb = b_cols + c.pad; g.ldc = c.N + c.pad;
-  g.strideA = c.bcastA ? 0 : a_rows * g.lda + 5;  // a gap between matrices, too
-  g.strideB = c.bcastB ? 0 : b_rows * g.ldb + 3;
-  g.strideC = c.M * g.ldc + 2;
-  int64_t size_a = (c.bcastA ? 1 : c.batch) * (a_rows * g.lda + 5), size_b = (c.bcastB ? 1 : c.batch) * (b_rows * g.ldb + 3);
-  int64_t size_c = c.batch * g.strideC;
-  if (c.outer > 1) {  // (outer, rows, batch * cols + pad) with a gap between outer indices
-    g.outer = c.outer;
-    g.lda = c.batch * a_cols + c.pad; g.ldb = c.batch * b_cols + c.pad; g.ldc = c.batch * c.N + c.pad;
-    g.strideA = c.bcastA ? 0 : a_cols; g.strideB = c.bcastB ? 0 : b_cols; g.strideC = c.N;
-    g.outerA = a_rows * g.lda + 5; g.outerB = b_rows * g.ldb + 3; g.outerC = c.M * g.ldc + 2;
-    size_a = c.outer * g.outerA; size_b = c.outer * g.outerB; size_c = c.outer * g.outerC;
-  }
-  const Vec A = random_vec(static_cast<size_t>(size_a), 1);
-  const Vec B = random_vec(static_cast<size_t>(size_b), 2);
+  const GemmLayout l = gemm_layout(c);
+  GemmArgs g = l.g;
+  const Vec A = random_vec(static_cast<size_t>(l.size_a), 1);
+  const Vec B = random_vec(static_cast<size_t>(l.size_b), 2);
   const Vec bias = random_vec(static_cast<size_t>(c.N), 3);
-  Vec C = random_vec(static_cast<size_t>(size_c), 4);
+  Vec C = random_vec(static_cast<size_t>(l.size_c), 4);
   const Vec C0 = C;
   const std::vector<uint16_t> A16 = rounded(A), B16 = rounded(B);
-  g.A = A.data(); g.B = B.data(); g.C = C.data(); g.alpha = c.alpha; g.beta = c.beta;
+  g.A = A.data(); g.B = B.data(); g.C = C.data();
   g.bias = c.bias ? bias.data() : nullptr;
   if (c.bf16) g.inputs = GemmInputs::BF16, g.A = A16.data(), g.B = B16.data();
   be().gemm(g);
