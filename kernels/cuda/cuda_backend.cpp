@@ -75,14 +75,18 @@ class CudaBackend final : public Backend {
   void gemm(const GemmArgs& g) override {
     check_gemm(g);
     if (g.outer == 0 || g.batch == 0 || g.M == 0 || g.N == 0) return;
-    // cuBLAS's strided batches have one stride: an outer batch is a loop of them
+    // cuBLAS's strided batches have one stride: an outer batch is a loop of them, over the shorter of the two batch
+    // dimensions (attention's heads rather than its sequences), the other one strided
     const size_t in_bytes = g.inputs == GemmInputs::BF16 ? sizeof(uint16_t) : sizeof(float);
-    for (int64_t o = 0; o < g.outer; ++o) {
+    const bool swap = g.outer > g.batch;
+    const int64_t loops = swap ? g.batch : g.outer;
+    for (int64_t i = 0; i < loops; ++i) {
       GemmArgs one = g;
       one.outer = 1;
-      one.A = static_cast<const char*>(g.A) + o * g.outerA * in_bytes;
-      one.B = static_cast<const char*>(g.B) + o * g.outerB * in_bytes;
-      one.C = g.C + o * g.outerC;
+      if (swap) one.batch = g.outer, one.strideA = g.outerA, one.strideB = g.outerB, one.strideC = g.outerC;
+      one.A = static_cast<const char*>(g.A) + i * (swap ? g.strideA : g.outerA) * in_bytes;
+      one.B = static_cast<const char*>(g.B) + i * (swap ? g.strideB : g.outerB) * in_bytes;
+      one.C = g.C + i * (swap ? g.strideC : g.outerC);
       gemm_batch(one);
     }
   }
