@@ -61,7 +61,6 @@ Backend& be() { return cpu_backend(); }
 
 // ---------------------------------------------------------------- gemm
 
-
 bool bf16_runs() { return cpu_backend().bf16_support(nullptr) != Backend::Bf16::None; }
 
 std::vector<uint16_t> rounded(const Vec& v) {

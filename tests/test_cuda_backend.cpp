@@ -131,7 +131,6 @@ TEST_SUITE_BEGIN("gpu");
 
 // ---------------------------------------------------------------- gemm
 
-
 void run_gemm_case(const GemmCase& c) {
   CAPTURE(c.batch); CAPTURE(c.M); CAPTURE(c.N); CAPTURE(c.K); CAPTURE(c.transA); CAPTURE(c.transB);
   CAPTURE(c.pad); CAPTURE(c.bcastA); CAPTURE(c.bcastB); CAPTURE(c.alpha); CAPTURE(c.beta); CAPTURE(c.bias);

@@ -122,6 +122,33 @@ void head_gemm(int64_t B, int64_t H, const Tensor& a, HeadLayout la, bool ta, co
   be(a).gemm(g);
 }
 
+// c[b, h] = a[b, h] @ op(b[b, h]) for the heads of both ops below, recorded with its backward rule: da = g @ op(b)^T,
+// db = a^T @ g (or g^T @ a when b is transposed), each written in its operand's own layout.
+Tensor head_product(const char* op, int64_t B, int64_t H, const Tensor& a, HeadLayout la, const Tensor& b,
+                    HeadLayout lb, bool tb, const Shape& out_shape, HeadLayout lc) {
+  const bool low = autocast::bf16();
+  const Tensor ain = operand(a, low), bin = operand(b, low);  // what the products read, forward and backward
+  Tensor out = Tensor::empty(out_shape, a.device());
+  head_gemm(B, H, ain, la, false, bin, lb, tb, out, lc);
+  if (needs_grad({&a, &b})) {
+    detail::record(op, out, [a, b, ain, bin, B, H, la, lb, tb, lc](const Tensor& g) {
+      const Tensor gin = operand(g, ain.dtype() == DType::BF16);  // in lc's layout
+      if (a.requires_grad()) {
+        Tensor ga = Tensor::empty(a.shape(), a.device());
+        head_gemm(B, H, gin, lc, false, bin, lb, !tb, ga, la);
+        accumulate_grad(a, ga);
+      }
+      if (b.requires_grad()) {
+        Tensor gb = Tensor::empty(b.shape(), b.device());
+        if (tb) head_gemm(B, H, gin, lc, true, ain, la, false, gb, lb);
+        else head_gemm(B, H, ain, la, true, gin, lc, false, gb, lb);
+        accumulate_grad(b, gb);
+      }
+    });
+  }
+  return out;
+}
+
 }  // namespace
 
 Tensor head_scores(const Tensor& q, const Tensor& k, int64_t heads) {
@@ -133,28 +160,8 @@ Tensor head_scores(const Tensor& q, const Tensor& k, int64_t heads) {
            "head_scores: q " + shape_str(q.shape()) + " and k " + shape_str(k.shape()) + " are not (B, T, H*Dh) for " +
                std::to_string(heads) + " heads");
   const int64_t B = q.dim(0), Tq = q.dim(1), Tk = k.dim(1), H = heads, Dh = q.dim(2) / heads;
-  const bool low = autocast::bf16();
-  const Tensor qin = operand(q, low), kin = operand(k, low);  // what the products read, forward and backward
-  Tensor out = Tensor::empty({B, H, Tq, Tk}, q.device());
-  const HeadLayout lq = heads_in_columns(Tq, H, Dh), lk = heads_in_columns(Tk, H, Dh), ls = heads_first(H, Tq, Tk);
-  head_gemm(B, H, qin, lq, false, kin, lk, true, out, ls);  // (Tq, Dh) @ (Dh, Tk)
-
-  if (needs_grad({&q, &k})) {
-    detail::record("head_scores", out, [q, k, qin, kin, B, H, lq, lk, ls](const Tensor& g) {
-      const Tensor gin = operand(g, qin.dtype() == DType::BF16);  // (B, H, Tq, Tk)
-      if (q.requires_grad()) {
-        Tensor gq = Tensor::empty(q.shape(), q.device());
-        head_gemm(B, H, gin, ls, false, kin, lk, false, gq, lq);  // (Tq, Tk) @ (Tk, Dh)
-        accumulate_grad(q, gq);
-      }
-      if (k.requires_grad()) {
-        Tensor gk = Tensor::empty(k.shape(), k.device());
-        head_gemm(B, H, gin, ls, true, qin, lq, false, gk, lk);  // (Tk, Tq) @ (Tq, Dh)
-        accumulate_grad(k, gk);
-      }
-    });
-  }
-  return out;
+  return head_product("head_scores", B, H, q, heads_in_columns(Tq, H, Dh), k, heads_in_columns(Tk, H, Dh), true,
+                      {B, H, Tq, Tk}, heads_first(H, Tq, Tk));  // (Tq, Dh) @ (Dh, Tk)
 }
 
 Tensor head_context(const Tensor& probs, const Tensor& v) {
@@ -166,28 +173,8 @@ Tensor head_context(const Tensor& probs, const Tensor& v) {
            "head_context: probs " + shape_str(probs.shape()) + " is not (B, H, Tq, Tk) for v " + shape_str(v.shape()) +
                " (B, Tk, H*Dh)");
   const int64_t B = probs.dim(0), H = probs.dim(1), Tq = probs.dim(2), Tk = probs.dim(3), Dh = v.dim(2) / H;
-  const bool low = autocast::bf16();
-  const Tensor pin = operand(probs, low), vin = operand(v, low);
-  Tensor out = Tensor::empty({B, Tq, H * Dh}, v.device());
-  const HeadLayout lp = heads_first(H, Tq, Tk), lv = heads_in_columns(Tk, H, Dh), lo = heads_in_columns(Tq, H, Dh);
-  head_gemm(B, H, pin, lp, false, vin, lv, false, out, lo);  // (Tq, Tk) @ (Tk, Dh)
-
-  if (needs_grad({&probs, &v})) {
-    detail::record("head_context", out, [probs, v, pin, vin, B, H, lp, lv, lo](const Tensor& g) {
-      const Tensor gin = operand(g, pin.dtype() == DType::BF16);  // (B, Tq, H*Dh)
-      if (probs.requires_grad()) {
-        Tensor gp = Tensor::empty(probs.shape(), probs.device());
-        head_gemm(B, H, gin, lo, false, vin, lv, true, gp, lp);  // (Tq, Dh) @ (Dh, Tk)
-        accumulate_grad(probs, gp);
-      }
-      if (v.requires_grad()) {
-        Tensor gv = Tensor::empty(v.shape(), v.device());
-        head_gemm(B, H, pin, lp, true, gin, lo, false, gv, lv);  // (Tk, Tq) @ (Tq, Dh)
-        accumulate_grad(v, gv);
-      }
-    });
-  }
-  return out;
+  return head_product("head_context", B, H, probs, heads_first(H, Tq, Tk), v, heads_in_columns(Tk, H, Dh), false,
+                      {B, Tq, H * Dh}, heads_in_columns(Tq, H, Dh));  // (Tq, Tk) @ (Tk, Dh)
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
