@@ -49,6 +49,8 @@ Tensor sum_to(const Tensor& g, const Shape& shape);
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 // x (..., in) @ w^T + b: w (out, in) as PyTorch's Linear; bias (out) or undefined.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias);
+// gelu(linear(x, w, bias)); without gradients to record, GELU is the gemm's epilogue (one pass over the output less).
+Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& bias);
 // Attention's two products, reading and writing the heads where they lie in (B, T, H*Dh) (head h is columns
 // [h*Dh, (h+1)*Dh)), so that nothing is permuted to (B, H, T, Dh) and back, forward or backward:
 // q (B, Tq, H*Dh), k (B, Tk, H*Dh) -> (B, H, Tq, Tk): head h's q_h k_h^T.

@@ -16,7 +16,8 @@ namespace hr {
 
 constexpr int kMaxDims = 6;
 
-// C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] (+ bias[n] on every row), for b in [0, batch).
+// C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] (+ bias[n] on every row), for b in [0, batch), then GELU of that
+// when `gelu` is set (an epilogue: one pass over C instead of a second one).
 // op(A) is (M, K), op(B) is (K, N), C is (M, N); all row-major with leading dimensions lda/ldb/ldc
 // (lda is the row stride of A as stored, i.e. >= K when !transA, >= M when transA).
 // A stride of 0 broadcasts that operand over the batch. strideC must not be 0 when batch > 1.
@@ -34,6 +35,7 @@ struct GemmArgs {
   int64_t outer = 1, outerA = 0, outerB = 0, outerC = 0;  // C[o, b] starts at C + o * outerC + b * strideC
   float alpha = 1.f, beta = 0.f;
   const float* bias = nullptr;  // (N) or null; only with beta == 0
+  bool gelu = false;            // C = gelu(...) after the bias: the erf form of Unary::Gelu
 };
 
 // A broadcast iteration over an output of `shape` (contiguous). Operand strides are in elements; 0 broadcasts.

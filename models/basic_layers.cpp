@@ -17,7 +17,7 @@ FeedForward::FeedForward(int64_t d_model, int64_t ffn_dim, float dropout)
       dropout_p(dropout) {}
 
 Tensor FeedForward::forward(const Tensor& x) const {
-  return out.forward(hr::dropout(gelu(in.forward(x)), dropout_p, training()));
+  return out.forward(hr::dropout(linear_gelu(x, in.weight, in.bias), dropout_p, training()));
 }
 
 }  // namespace hr

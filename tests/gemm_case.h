@@ -18,6 +18,7 @@ struct GemmCase {
   bool bias;
   bool bf16 = false;    // A and B rounded to bf16 (GemmInputs::BF16)
   int64_t outer = 1;    // > 1: an outer batch, each outer index's `batch` matrices side by side in its rows
+  bool gelu = false;    // the GELU epilogue
 };
 
 // The case's GemmArgs (without operand pointers) and how many elements each operand buffer needs.
@@ -32,7 +33,7 @@ inline GemmLayout gemm_layout(const GemmCase& c) {
   GemmLayout l;
   GemmArgs& g = l.g;
   g.batch = c.batch; g.M = c.M; g.N = c.N; g.K = c.K; g.transA = c.transA; g.transB = c.transB;
-  g.alpha = c.alpha; g.beta = c.beta;
+  g.alpha = c.alpha; g.beta = c.beta; g.gelu = c.gelu;
   if (c.outer > 1) {  // (outer, rows, batch * cols + pad) with a gap between outer indices
     g.outer = c.outer;
     g.lda = c.batch * a_cols + c.pad; g.ldb = c.batch * b_cols + c.pad; g.ldc = c.batch * c.N + c.pad;

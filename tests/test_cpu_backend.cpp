@@ -71,7 +71,7 @@ std::vector<uint16_t> rounded(const Vec& v) {
 
 void run_gemm_case(const GemmCase& c) {
   CAPTURE(c.batch); CAPTURE(c.M); CAPTURE(c.N); CAPTURE(c.K); CAPTURE(c.transA); CAPTURE(c.transB);
-  CAPTURE(c.bcastA); CAPTURE(c.bcastB); CAPTURE(c.alpha); CAPTURE(c.beta); CAPTURE(c.bias);
+  CAPTURE(c.bcastA); CAPTURE(c.bcastB); CAPTURE(c.alpha); CAPTURE(c.beta); CAPTURE(c.bias); CAPTURE(c.gelu);
   const GemmLayout l = gemm_layout(c);
   GemmArgs g = l.g;
   const Vec A = random_vec(static_cast<size_t>(l.size_a), 1);
@@ -104,9 +104,10 @@ void run_gemm_case(const GemmCase& c) {
         }
         const size_t ci = static_cast<size_t>(o * g.outerC + b * g.strideC + i * g.ldc + j);
         const double rest = c.beta * C0[ci] + (c.bias ? bias[j] : 0.0);
-        want[ci] = c.alpha * s + rest;
-        exact[ci] = c.alpha * s32 + rest;
-        bound[ci] = std::abs(c.alpha) * abs;
+        const auto epilogue = [&](double v) { return c.gelu ? 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))) : v; };
+        want[ci] = epilogue(c.alpha * s + rest);
+        exact[ci] = epilogue(c.alpha * s32 + rest);
+        bound[ci] = std::abs(c.alpha) * abs * (c.gelu ? 1.13 : 1.0);  // GELU's slope is at most 1.129
         max_rounding_effect = std::max(max_rounding_effect, std::abs(want[ci] - exact[ci]));
       }
   check_close(C, want, 2e-5, "gemm");
@@ -155,6 +156,19 @@ TEST_CASE("gemm: batches with broadcast operands, bias, alpha and beta") {
   }
   run_gemm_case({2, 7, 5, 0, false, false, 1, false, false, 1.f, 0.5f, false});  // K = 0: C = beta C
   run_gemm_case({1, 7, 5, 0, false, false, 0, false, false, 2.f, 0.f, true});    // K = 0: C = bias
+}
+
+TEST_CASE("gemm: the GELU epilogue after bias, beta and alpha, in the primitive or after it") {
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = (t & 1) != 0, tb = (t & 2) != 0;
+    run_gemm_case({1, 33, 130, 7, ta, tb, 0, false, false, 1.f, 0.f, true, false, 1, true});    // linear + GELU
+    run_gemm_case({2, 7, 33, 13, ta, tb, 2, false, true, 1.f, 0.f, false, false, 1, true});     // no bias
+    run_gemm_case({2, 7, 33, 13, ta, tb, 1, false, false, 0.5f, 0.75f, false, false, 1, true}); // alpha, beta
+    run_gemm_case({2, 7, 33, 7, ta, tb, 3, false, true, 0.25f, 0.f, true, false, 1, true});     // bias added after
+    run_gemm_case({2, 7, 33, 7, ta, tb, 1, false, false, 0.25f, 0.f, true, false, 3, true});    // outer batch
+  }
+  run_gemm_case({1, 7, 5, 0, false, false, 0, false, false, 2.f, 0.f, true, false, 1, true});   // K = 0
+  if (bf16_runs()) run_gemm_case({1, 64, 48, 200, false, true, 0, false, false, 1.f, 0.f, true, true, 1, true});
 }
 
 TEST_CASE("gemm: an outer batch over matrices that lie side by side (attention heads in place)") {

@@ -134,6 +134,7 @@ TEST_SUITE_BEGIN("gpu");
 void run_gemm_case(const GemmCase& c) {
   CAPTURE(c.batch); CAPTURE(c.M); CAPTURE(c.N); CAPTURE(c.K); CAPTURE(c.transA); CAPTURE(c.transB);
   CAPTURE(c.pad); CAPTURE(c.bcastA); CAPTURE(c.bcastB); CAPTURE(c.alpha); CAPTURE(c.beta); CAPTURE(c.bias);
+  CAPTURE(c.gelu);
   const GemmLayout l = gemm_layout(c);
   const GemmArgs& g = l.g;
   BothF A(random_vec(static_cast<size_t>(l.size_a), 1));
@@ -181,6 +182,13 @@ TEST_CASE("cuda gemm: batches, broadcast operands, bias, alpha and beta") {
   run_gemm_case({4, 17, 29, 40, false, true, 1, false, true, 1.f, 0.f, true});
   run_gemm_case({2, 9, 11, 13, true, true, 0, false, false, -0.75f, 0.5f, false});
   run_gemm_case({1, 9, 11, 13, false, false, 0, false, false, 2.f, 1.f, false});
+}
+
+TEST_CASE("cuda gemm: the GELU epilogue, f32 and bf16") {
+  run_gemm_case({1, 256, 384, 768, false, true, 0, false, false, 1.f, 0.f, true, false, 1, true});  // linear + GELU
+  run_gemm_case({2, 9, 11, 13, true, false, 1, false, false, 0.5f, 0.75f, false, false, 1, true});
+  run_gemm_case({2, 7, 33, 7, false, true, 1, false, false, 1.f, 0.f, true, false, 3, true});  // outer batch
+  run_gemm_case({1, 256, 384, 768, false, true, 0, false, false, 1.f, 0.f, true, true, 1, true});
 }
 
 TEST_CASE("cuda gemm: an outer batch over matrices side by side (attention heads in place), f32 and bf16") {

@@ -190,6 +190,30 @@ TEST_CASE("linear") {
   CHECK(y[1] == 31.f);
 }
 
+TEST_CASE("linear_gelu: gelu(linear) recorded with gradients, one gemm with a GELU epilogue without") {
+  expect_grad([](const V& v) { return linear_gelu(v[0], v[1], v[2]); },
+              {rand_tensor({2, 3, 4}, 1), rand_tensor({5, 4}, 2), rand_tensor({5}, 3)});
+  // sizes where the CPU's GELU runs through oneDNN's eltwise primitive and the epilogue through its matmul post-op
+  const Tensor x = rand_tensor({4, 64, 96}, 4), w = rand_tensor({200, 96}, 5), b = rand_tensor({200}, 6);
+  const std::vector<float> want = gelu(linear(x, w, b)).to_vector();
+  std::vector<float> fused;
+  {
+    NoGradGuard ng;
+    fused = linear_gelu(x, w, b).to_vector();
+  }
+  REQUIRE(fused.size() == want.size());
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, double(std::abs(fused[i] - want[i])) / (1 + std::abs(want[i])));
+  CHECK(worst < 1e-5);
+  // the inputs that need gradients take the recorded path, and its gradients are gelu's and linear's
+  Tensor xg = rand_tensor({3, 4}, 7), wg = rand_tensor({5, 4}, 8);
+  xg.set_requires_grad();
+  wg.set_requires_grad();
+  const Tensor yg = linear_gelu(xg, wg, Tensor());
+  CHECK(yg.requires_grad());
+  CHECK(yg.to_vector() == gelu(linear(xg.detach(), wg.detach(), Tensor())).to_vector());
+}
+
 TEST_CASE("shape ops") {
   const Tensor x = rand_tensor({2, 3, 4}, 31);
   expect_grad([](const V& v) { return reshape(v[0], {4, -1}); }, {x});

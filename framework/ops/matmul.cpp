@@ -31,13 +31,13 @@ const void* raw(const Tensor& t) {
 }
 
 // C = op(A) @ op(B) for contiguous row-major tensors, batch dims already checked; A and B f32 or bf16 (rounded here
-// when either is bf16), C f32. bias (N) optional. With `into`, C is that tensor and the product is added to it (a
-// gradient buffer).
+// when either is bf16), C f32. bias (N) optional; `gelu`: C = gelu(C + bias), the gemm's epilogue. With `into`, C is
+// that tensor and the product is added to it (a gradient buffer).
 Tensor gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Shape& batch_shape, const float* bias = nullptr,
-            const Tensor& into = Tensor()) {
+            const Tensor& into = Tensor(), bool gelu = false) {
   if (a.dtype() != b.dtype()) {
     const bool low = low_precision(a, b);
-    return gemm(operand(a, low), ta, operand(b, low), tb, batch_shape, bias, into);
+    return gemm(operand(a, low), ta, operand(b, low), tb, batch_shape, bias, into, gelu);
   }
   const MatDims da = mat_dims(a, "matmul"), db = mat_dims(b, "matmul");
   GemmArgs g;
@@ -67,6 +67,7 @@ Tensor gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Shape& bat
   g.ldc = g.N;
   g.strideC = g.M * g.N;
   g.bias = bias;
+  g.gelu = gelu;
   if (c.numel() > 0) be(a).gemm(g);
   return c;
 }
@@ -211,28 +212,52 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   return out;
 }
 
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
-  detail::check_f32(x, "linear");
-  detail::check_f32(w, "linear");
-  detail::check_same_device(x, w, "linear");
-  HR_CHECK(w.ndim() == 2 && x.ndim() >= 1 && x.dim(-1) == w.dim(1),
-           "linear: input " + shape_str(x.shape()) + " does not match weight " + shape_str(w.shape()) + " (out, in)");
-  if (bias.defined()) {
-    detail::check_same_device(x, bias, "linear");
-    HR_CHECK(bias.ndim() == 1 && bias.dim(0) == w.dim(0),
-             "linear: bias " + shape_str(bias.shape()) + " for weight " + shape_str(w.shape()));
-  }
-  const int64_t in = w.dim(1), out_f = w.dim(0);
-  const bool low = autocast::bf16();
-  const Tensor x2 = operand(detail::view_as(x, {x.numel() / in, in}), low);  // (rows, in)
-  const Tensor win = operand(w, low);                                          // (out, in)
-  Tensor y2 = gemm(x2, false, win, true, {}, bias.defined() ? bias.data() : nullptr);  // (rows, out)
-  Shape ys = x.shape();
-  ys.back() = out_f;
-  Tensor y = detail::view_as(y2, ys);
+namespace {
 
+// x @ w^T + bias (gelu of it with `gelu`: the gemm's epilogue) and the operands the product read, rounded to bf16
+// under a bf16 scope, which the backward rule reuses.
+struct LinearForward {
+  Tensor y;    // (..., out)
+  Tensor x2;   // (rows, in)
+  Tensor win;  // (out, in)
+};
+
+LinearForward linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, bool gelu, const char* op) {
+  detail::check_f32(x, op);
+  detail::check_f32(w, op);
+  detail::check_same_device(x, w, op);
+  HR_CHECK(w.ndim() == 2 && x.ndim() >= 1 && x.dim(-1) == w.dim(1), std::string(op) + ": input " +
+                                                                        shape_str(x.shape()) + " does not match weight " +
+                                                                        shape_str(w.shape()) + " (out, in)");
+  if (bias.defined()) {
+    detail::check_same_device(x, bias, op);
+    HR_CHECK(bias.ndim() == 1 && bias.dim(0) == w.dim(0),
+             std::string(op) + ": bias " + shape_str(bias.shape()) + " for weight " + shape_str(w.shape()));
+  }
+  const int64_t in = w.dim(1);
+  const bool low = autocast::bf16();
+  LinearForward f;
+  f.x2 = operand(detail::view_as(x, {x.numel() / in, in}), low);
+  f.win = operand(w, low);
+  Shape ys = x.shape();
+  ys.back() = w.dim(0);
+  f.y = detail::view_as(gemm(f.x2, false, f.win, true, {}, bias.defined() ? bias.data() : nullptr, Tensor(), gelu), ys);
+  return f;
+}
+
+}  // namespace
+
+Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  // GELU's backward needs its input, which the epilogue never writes: with gradients it runs as its own op
+  if (needs_grad({&x, &w, &bias})) return gelu(linear(x, w, bias));
+  return linear_forward(x, w, bias, true, "linear_gelu").y;
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  LinearForward f = linear_forward(x, w, bias, false, "linear");
+  const Tensor x2 = f.x2, win = f.win;
   if (needs_grad({&x, &w, &bias})) {
-    detail::record("linear", y, [x, x2, w, win, bias](const Tensor& g) {
+    detail::record("linear", f.y, [x, x2, w, win, bias](const Tensor& g) {
       Tensor g2 = detail::view_as(g, {g.numel() / w.dim(0), w.dim(0)});  // (rows, out)
       const Tensor gin = operand(g2, win.dtype() == DType::BF16);
       if (x.requires_grad()) {
@@ -243,7 +268,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
       if (bias.defined() && bias.requires_grad()) accumulate_grad(bias, sum_to(g2, bias.shape()));
     });
   }
-  return y;
+  return f.y;
 }
 
 }  // namespace hr

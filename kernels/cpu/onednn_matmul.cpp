@@ -10,6 +10,7 @@
 #include "kernels/base/error.h"
 #include "kernels/cpu/cpu_parallel.h"
 #include "kernels/math/random.h"
+#include "kernels/math/unary.h"
 
 namespace hr {
 
@@ -37,23 +38,29 @@ memory::desc operand_desc(int64_t outer, int64_t outer_stride, int64_t batch, in
 // C[o, b] for the loops below
 float* matrix_c(const GemmArgs& g, int64_t o, int64_t b) { return g.C + o * g.outerC + b * g.strideC; }
 
-// op(A) op(B) over an empty K: C = beta C (+ bias); oneDNN has no use for zero-sized reductions.
+// op(A) op(B) over an empty K: C = beta C (+ bias), then GELU; oneDNN has no use for zero-sized reductions.
 void gemm_empty_k(const GemmArgs& g) {
   for (int64_t o = 0; o < g.outer; ++o)
     for (int64_t b = 0; b < g.batch; ++b)
       for (int64_t i = 0; i < g.M; ++i) {
         float* c = matrix_c(g, o, b) + i * g.ldc;
-        for (int64_t j = 0; j < g.N; ++j) c[j] = (g.beta == 0.f ? 0.f : g.beta * c[j]) + (g.bias ? g.bias[j] : 0.f);
+        for (int64_t j = 0; j < g.N; ++j) {
+          const float v = (g.beta == 0.f ? 0.f : g.beta * c[j]) + (g.bias ? g.bias[j] : 0.f);
+          c[j] = g.gelu ? math::gelu(v) : v;
+        }
       }
 }
 
-// C[o, b, i, :] += bias, for a bias that the primitive could not add
-void add_bias(const GemmArgs& g) {
-  cpu::parallel_for(g.outer * g.batch * g.M, g.N, [&](int64_t r0, int64_t r1) {
+// C[o, b, i, :] = gelu(C + bias) (either part optional), for an epilogue that the primitive could not run
+void epilogue_after(const GemmArgs& g) {
+  cpu::parallel_for(g.outer * g.batch * g.M, g.N * (g.gelu ? 16 : 1), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t m = r / g.M;  // which matrix
       float* c = matrix_c(g, m / g.batch, m % g.batch) + r % g.M * g.ldc;
-      for (int64_t j = 0; j < g.N; ++j) c[j] += g.bias[j];
+      if (g.bias)
+        for (int64_t j = 0; j < g.N; ++j) c[j] += g.bias[j];
+      if (g.gelu)
+        for (int64_t j = 0; j < g.N; ++j) c[j] = math::gelu(c[j]);
     }
   });
 }
@@ -76,7 +83,7 @@ OneDnnMatmul::Key OneDnnMatmul::key_of(const GemmArgs& g) {
   const int64_t sc = g.batch > 1 ? g.strideC : 0;
   const bool outer = g.outer > 1;
   const int64_t flags = (g.transA ? 1 : 0) | (g.transB ? 2 : 0) | (bias_in_primitive(g) ? 4 : 0) |
-                        (g.inputs == GemmInputs::BF16 ? 8 : 0);
+                        (g.inputs == GemmInputs::BF16 ? 8 : 0) | (gelu_in_primitive(g) ? 16 : 0);
   return Key{g.batch, g.M, g.N, g.K, g.lda, g.ldb, g.ldc, sa, sb, sc, operand_batch(g, g.strideA),
              operand_batch(g, g.strideB), std::bit_cast<int32_t>(g.alpha), std::bit_cast<int32_t>(g.beta), flags,
              outer ? g.outer : 1, outer ? g.outerA : 0, outer ? g.outerB : 0, outer ? g.outerC : 0};
@@ -93,11 +100,10 @@ OneDnnMatmul::Entry OneDnnMatmul::create(const GemmArgs& g) const {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (g.alpha != 1.f) attr.set_output_scales(0, {g.alpha});
-  if (g.beta != 0.f) {  // dst = beta * dst + alpha * A B
-    dnnl::post_ops ops;
-    ops.append_sum(g.beta);
-    attr.set_post_ops(ops);
-  }
+  dnnl::post_ops ops;
+  if (g.beta != 0.f) ops.append_sum(g.beta);  // dst = beta * dst + alpha * A B
+  if (gelu_in_primitive(g)) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f);  // after the bias
+  if (ops.len() > 0) attr.set_post_ops(ops);
   const dnnl::matmul::desc desc = bias_in_primitive(g) ? dnnl::matmul::desc(e.a, e.b, e.bias, e.c)
                                                        : dnnl::matmul::desc(e.a, e.b, e.c);
   const dnnl::matmul::primitive_desc pd(desc, attr, engine_);
@@ -139,7 +145,7 @@ void OneDnnMatmul::run(const GemmArgs& g) {
   if (scratch) args.emplace(DNNL_ARG_SCRATCHPAD, memory(e.scratch, engine_, scratch.get()));
   e.primitive.execute(stream_, args);
   stream_.wait();
-  if (g.bias && !bias_in_primitive(g)) add_bias(g);
+  if ((g.bias && !bias_in_primitive(g)) || (g.gelu && !gelu_in_primitive(g))) epilogue_after(g);
 }
 
 std::string OneDnnMatmul::implementation(const GemmArgs& g) {

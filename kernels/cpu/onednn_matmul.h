@@ -31,7 +31,7 @@ class OneDnnMatmul {
 
  private:
   // Everything that defines a primitive: batch sizes, shape, strides, alpha/beta bits, transposes, bias, input type,
-  // the outer batch and its strides.
+  // the outer batch and its strides, the GELU epilogue.
   using Key = std::array<int64_t, 19>;
   struct KeyHash {
     size_t operator()(const Key& k) const;
@@ -44,6 +44,8 @@ class OneDnnMatmul {
 
   // oneDNN 2.6 scales a bias input by the output scale (alpha), so with alpha != 1 the bias is added afterwards.
   static bool bias_in_primitive(const GemmArgs& g) { return g.bias && g.alpha == 1.f; }
+  // GELU is a post-op of the primitive unless it must follow a bias added afterwards.
+  static bool gelu_in_primitive(const GemmArgs& g) { return g.gelu && (!g.bias || bias_in_primitive(g)); }
   static Key key_of(const GemmArgs& g);
   const Entry& entry(const GemmArgs& g);
   Entry create(const GemmArgs& g) const;

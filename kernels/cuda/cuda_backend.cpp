@@ -117,7 +117,7 @@ class CudaBackend final : public Backend {
                                               ldb, g.strideB, static_cast<const float*>(g.A), lda, g.strideA,
                                               &g.beta, g.C, ldc, g.strideC, static_cast<int>(g.batch)));
     }
-    if (g.bias != nullptr) cuda::add_bias(g.C, g.bias, g.batch, g.M, g.N, g.ldc, g.strideC, stream_);
+    cuda::gemm_epilogue(g.C, g.bias, g.gelu, g.batch, g.M, g.N, g.ldc, g.strideC, stream_);
   }
 
   std::string gemm_implementation(const GemmArgs& g) override {

@@ -34,11 +34,13 @@ __global__ void dropout_kernel(const float* x, float* y, int64_t n, uint32_t thr
 }
 
 // C viewed as (batch * M, N) rows; row r lives at (r / M) * strideC + (r % M) * ldc
-__global__ void add_bias_kernel(float* C, const float* bias, int64_t rows, int64_t M, int64_t N, int64_t ldc,
-                                int64_t strideC) {
+__global__ void gemm_epilogue_kernel(float* C, const float* bias, bool gelu, int64_t rows, int64_t M, int64_t N,
+                                     int64_t ldc, int64_t strideC) {
   HR_GRID_STRIDE(i, rows * N) {
     const int64_t r = i / N, col = i % N;
-    C[(r / M) * strideC + (r % M) * ldc + col] += bias[col];
+    float& c = C[(r / M) * strideC + (r % M) * ldc + col];
+    const float v = bias ? c + bias[col] : c;
+    c = gelu ? math::gelu(v) : v;
   }
 }
 
@@ -109,10 +111,11 @@ void dropout(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64
   HR_CUDA_CHECK_LAUNCH();
 }
 
-void add_bias(float* C, const float* bias, int64_t batch, int64_t M, int64_t N, int64_t ldc, int64_t strideC,
-              cudaStream_t stream) {
-  if (batch * M * N <= 0) return;
-  add_bias_kernel<<<grid_for(batch * M * N), kThreads, 0, stream>>>(C, bias, batch * M, M, N, ldc, strideC);
+void gemm_epilogue(float* C, const float* bias, bool gelu, int64_t batch, int64_t M, int64_t N, int64_t ldc,
+                   int64_t strideC, cudaStream_t stream) {
+  if (batch * M * N <= 0 || (!bias && !gelu)) return;
+  gemm_epilogue_kernel<<<grid_for(batch * M * N), kThreads, 0, stream>>>(C, bias, gelu, batch * M, M, N, ldc,
+                                                                         strideC);
   HR_CUDA_CHECK_LAUNCH();
 }
 

@@ -18,9 +18,10 @@ void fill_i32(int32_t* x, int64_t n, int32_t value, cudaStream_t stream);
 void to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream);
 void uniform(float* x, int64_t n, uint64_t seed, uint64_t offset, cudaStream_t stream);
 void dropout(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t offset, cudaStream_t stream);
-// C[b, m, n] += bias[n] for the gemm epilogue; C rows have stride ldc, batches strideC.
-void add_bias(float* C, const float* bias, int64_t batch, int64_t M, int64_t N, int64_t ldc, int64_t strideC,
-              cudaStream_t stream);
+// The gemm epilogue: C[b, m, n] = gelu(C[b, m, n] + bias[n]), bias optional (null), GELU when `gelu`; C rows have
+// stride ldc, batches strideC.
+void gemm_epilogue(float* C, const float* bias, bool gelu, int64_t batch, int64_t M, int64_t N, int64_t ldc,
+                   int64_t strideC, cudaStream_t stream);
 void unary(Unary op, const float* x, float* y, int64_t n, float a, float b, cudaStream_t stream);
 void unary_backward(Unary op, const float* x, const float* y, const float* gy, float* gx, int64_t n, float a, float b,
                     bool accumulate, cudaStream_t stream);
