@@ -91,6 +91,13 @@ void dropout_run(const float* x, float* y, int64_t n, uint32_t key, uint32_t low
     y[j] = x[j] * (math::dropout_bits(key, low + static_cast<uint32_t>(j)) >= threshold ? keep : 0.f);
 }
 
+double sum_squares_run(const float* x, int64_t n) {
+  double s = 0.0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+  return s;
+}
+
 void adamw_run(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1, float beta2, float eps,
                float wd, float bc1, float bc2) {
   for (int64_t i = 0; i < n; ++i) math::adamw_update(p[i], g[i], m[i], v[i], lr, beta1, beta2, eps, wd, bc1, bc2);
@@ -261,13 +268,7 @@ class CpuBackend final : public Backend {
     const size_t bytes = static_cast<size_t>(chunks) * sizeof(double);
     double* partial = static_cast<double*>(allocator_.allocate(bytes));
     parallel_for(chunks, kChunk, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0; c < c1; ++c) {
-        const int64_t e = std::min(n, (c + 1) * kChunk);
-        double s = 0.0;
-#pragma omp simd reduction(+ : s)
-        for (int64_t i = c * kChunk; i < e; ++i) s += static_cast<double>(x[i]) * x[i];
-        partial[c] = s;
-      }
+      for (int64_t c = c0; c < c1; ++c) partial[c] = sum_squares_run(x + c * kChunk, std::min(kChunk, n - c * kChunk));
     });
     double total = 0.0;
     for (int64_t c = 0; c < chunks; ++c) total += partial[c];
