@@ -50,13 +50,14 @@ bool needs_grad(std::initializer_list<const Tensor*> inputs) {
 
 Tensor grad_buffer(const Tensor& t) {
   TensorImpl* impl = t.impl();
-  if (!impl->is_leaf || !impl->requires_grad) return Tensor();
+  if (!impl->is_leaf) return impl->grad_owned ? impl->grad : Tensor();
+  if (!impl->requires_grad) return Tensor();
   if (!impl->grad.defined()) impl->grad = Tensor::zeros(impl->shape, t.device());
   if (t_observer) t_observer->leaf_gradient_written(impl);
   return impl->grad;
 }
 
-void accumulate_grad(const Tensor& t, const Tensor& g) {
+void accumulate_grad(const Tensor& t, const Tensor& g, bool g_owned) {
   TensorImpl* impl = t.impl();
   HR_CHECK(g.shape() == impl->shape, "internal: gradient of shape " + shape_str(g.shape()) + " for a tensor of shape " +
                                          shape_str(impl->shape));
@@ -65,8 +66,10 @@ void accumulate_grad(const Tensor& t, const Tensor& g) {
     add_(own, g);
   } else if (!impl->grad.defined()) {
     impl->grad = g.detach();  // an intermediate's gradient lives until its node runs: adopting g is safe
+    impl->grad_owned = g_owned;
   } else {
     impl->grad = add(impl->grad, g);  // out of place: the adopted buffer may be another tensor's gradient too
+    impl->grad_owned = true;
   }
 }
 
@@ -99,6 +102,7 @@ void backward(const Tensor& root, const Tensor& seed) {
     if (!out->grad.defined()) continue;
     Tensor g = out->grad;
     out->grad = Tensor();  // an intermediate's gradient is not kept
+    out->grad_owned = false;
     node.backward(g);
     if (t_observer) t_observer->node_done();
   }

@@ -55,12 +55,15 @@ bool needs_grad(std::initializer_list<const Tensor*> inputs);
 void backward(const Tensor& root, const Tensor& seed = Tensor());
 
 // t.grad += g. A leaf (a parameter, or any tensor that requires grad and no op made) owns its gradient buffer and g is
-// added into it in place; an intermediate adopts its first g (it is dropped once its node has run) and adds out of
-// place after that. Never writes into g.
-void accumulate_grad(const Tensor& t, const Tensor& g);
+// added into it in place. An intermediate adopts its first g (it is dropped once its node has run); g may be another
+// tensor's gradient too (an add passes one g to both inputs), so the next one is added out of place, into a buffer the
+// intermediate then owns. `g_owned`: the caller made g and holds it nowhere else, so the intermediate owns it at once.
+// Never writes into g.
+void accumulate_grad(const Tensor& t, const Tensor& g, bool g_owned = false);
 
-// A leaf's own gradient buffer (made, zero, on first use; a parameter's exists from registration), which a backward
-// rule may accumulate into directly instead of allocating a gradient and adding it; undefined for an intermediate.
+// A buffer holding t's gradient so far that a backward rule may add into directly (a gemm with beta 1) instead of
+// allocating a gradient and adding it: a leaf's own buffer (made, zero, on first use; a parameter's exists from
+// registration), or an intermediate's gradient that only it holds. Undefined for an intermediate without one.
 Tensor grad_buffer(const Tensor& t);
 
 // Watches a backward pass of this thread (the data-parallel gradient reducer starts all-reducing a bucket as soon as

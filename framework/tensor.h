@@ -95,6 +95,7 @@ struct TensorImpl {
   bool requires_grad = false;
   bool is_leaf = true;
   Tensor grad;
+  bool grad_owned = false;  // an intermediate's grad is a buffer no other tensor holds (autograd.h, accumulate_grad)
   std::string name;
   // Position of the op that produced this tensor on the tape (tape generation and node index), or -1 for none.
   int64_t tape_generation = -1;

@@ -4,6 +4,7 @@
 #include "framework/autograd.h"
 #include "kernels/base/error.h"
 #include "framework/ops.h"
+#include "tests/gradcheck.h"
 
 using namespace hr;
 
@@ -18,6 +19,25 @@ TEST_CASE("gradient accumulates when a tensor feeds several ops") {
   // ... until zero_grad, which zeroes the leaf's own buffer
   x.zero_grad();
   CHECK(x.grad().to_vector() == std::vector<float>{0.f, 0.f, 0.f});
+}
+
+TEST_CASE("an intermediate that feeds several linears and adds: gradients added in place only into its own buffer") {
+  // h's gradient arrives from adds that pass one buffer to h and to c alike (which h must not write into) and from
+  // linears that add theirs straight into a buffer h owns; c's gradient would show any write into the shared one
+  const auto f = [](const std::vector<Tensor>& v) {
+    const Tensor h = tanh(v[0]), c = sigmoid(v[3]);
+    const Tensor a = add(h, c);  // backward runs last
+    const Tensor p = linear(h, v[1], Tensor()), q = linear(h, v[2], Tensor());
+    const Tensor s = add(h, c);  // backward runs first
+    return add(add(sum(mul(p, q)), sum(mul(a, a))), sum(mul(s, tanh(s))));
+  };
+  const auto r = hr::testing::gradcheck(
+      f, {hr::testing::rand_tensor({3, 4}, 1), hr::testing::rand_tensor({5, 4}, 2), hr::testing::rand_tensor({5, 4}, 3),
+          hr::testing::rand_tensor({3, 4}, 4)},
+      1e-2f);
+  INFO("worst: " << r.worst);
+  CHECK(r.checked > 0);
+  CHECK(r.max_error < 5e-3);
 }
 
 TEST_CASE("NoGradGuard records nothing; the tape is freed after backward") {

@@ -260,9 +260,9 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
     detail::record("linear", f.y, [x, x2, w, win, bias](const Tensor& g) {
       Tensor g2 = detail::view_as(g, {g.numel() / w.dim(0), w.dim(0)});  // (rows, out)
       const Tensor gin = operand(g2, win.dtype() == DType::BF16);
-      if (x.requires_grad()) {
-        accumulate_grad(x, detail::view_as(gemm(gin, false, win, false, {}), x.shape()));  // (rows, in)
-      }
+      // (rows, in) +=, straight into x's gradient when it has one of its own (x feeds several linears: q, k, v)
+      if (Tensor gx = grad_buffer(x); gx.defined()) gemm(gin, false, win, false, {}, nullptr, detail::view_as(gx, x2.shape()));
+      else if (x.requires_grad()) accumulate_grad(x, detail::view_as(gemm(gin, false, win, false, {}), x.shape()), true);
       if (Tensor gw = grad_buffer(w); gw.defined()) gemm(gin, true, x2, false, {}, nullptr, gw);  // (out, in) +=
       else if (w.requires_grad()) accumulate_grad(w, gemm(gin, true, x2, false, {}));
       if (bias.defined() && bias.requires_grad()) accumulate_grad(bias, sum_to(g2, bias.shape()));
