@@ -14,6 +14,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_allocator.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/cpu_parallel.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/math/bf16.h"
 #include "tests/gemm_case.h"
@@ -46,13 +47,15 @@ void check_close(const Vec& got, const std::vector<double>& want, double tol, co
   }
 }
 
-// Runs fn once on one thread and once on all threads; both results must be bitwise equal.
+// Runs fn once on one thread and once on all threads, every loop split whatever its size; both results must be
+// bitwise equal.
 template <class Fn>
 void check_thread_count_independent(Fn&& fn, const char* what) {
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
   const Vec one = fn();
   omp_set_num_threads(threads);
+  const cpu::ParallelAlways split;
   const Vec all = fn();
   CHECK_MESSAGE(one == all, what << ": result depends on the thread count");
 }
@@ -323,6 +326,7 @@ int64_t extent(const Broadcast& p, const int64_t* s) {  // elements an operand n
 }  // namespace
 
 TEST_CASE("binary over broadcast patterns") {
+  const cpu::ParallelAlways split;  // the runs of every pattern cut between threads
   const Broadcast cases[] = {
       make_broadcast({7, 33}, {33, 1}, {33, 1}),                  // same shape
       make_broadcast({130, 33}, {33, 1}, {0, 1}),                 // bias along rows
@@ -332,7 +336,7 @@ TEST_CASE("binary over broadcast patterns") {
       make_broadcast({7, 33}, {1, 7}, {33, 1}),                   // a transposed view
       make_broadcast({1, 1, 1}, {0, 0, 0}, {0, 0, 0}),            // one element
       make_broadcast({2, 3, 1, 5, 2, 3}, {90, 30, 0, 6, 3, 1}, {0, 1, 0, 0, 0, 0}),  // 6-d
-      make_broadcast({1000, 130}, {130, 1}, {0, 1}),              // large: the parallel path
+      make_broadcast({1000, 130}, {130, 1}, {0, 1}),              // large
       make_broadcast({1000, 130}, {0, 1}, {1, 0}),                // large outer product
   };
   const Binary ops[] = {Binary::Add, Binary::Sub, Binary::Mul, Binary::Div, Binary::MaskFill};

@@ -7,15 +7,17 @@
 
 namespace hr::cpu {
 
-// Below about this many cheap operations a parallel region costs more than it saves.
-constexpr int64_t kParallelWork = 1 << 15;
+// Below about this many cheap operations a parallel region costs more than it saves: waking a sleeping OpenMP thread
+// takes tens of microseconds on a virtual machine (docs/profile.md). Tests set 1 to run the parallel paths on small
+// inputs (ParallelAlways).
+inline int64_t parallel_work = int64_t{1} << 17;
 
 // Calls fn(begin, end) on contiguous blocks that cover [0, n), one block per thread when n * work_per_item reaches
-// kParallelWork, else once inline. Blocks depend on the thread count, so fn must not let them change the result.
+// parallel_work, else once inline. Blocks depend on the thread count, so fn must not let them change the result.
 template <class Fn>
 void parallel_for(int64_t n, int64_t work_per_item, Fn&& fn) {
   if (n <= 0) return;
-  if (n == 1 || n * work_per_item < kParallelWork || omp_in_parallel() || omp_get_max_threads() == 1) {
+  if (n == 1 || n * work_per_item < parallel_work || omp_in_parallel() || omp_get_max_threads() == 1) {
     fn(int64_t{0}, n);
     return;
   }
@@ -26,5 +28,17 @@ void parallel_for(int64_t n, int64_t work_per_item, Fn&& fn) {
     if (begin < end) fn(begin, end);
   }
 }
+
+// For its scope every parallel_for of more than one item runs on all threads, whatever its size (tests).
+class ParallelAlways {
+ public:
+  ParallelAlways() { parallel_work = 1; }
+  ~ParallelAlways() { parallel_work = saved_; }
+  ParallelAlways(const ParallelAlways&) = delete;
+  ParallelAlways& operator=(const ParallelAlways&) = delete;
+
+ private:
+  int64_t saved_ = parallel_work;
+};
 
 }  // namespace hr::cpu
