@@ -25,6 +25,7 @@
 #include "models/layer_registry.h"
 #include "tests/gradcheck.h"
 #include "train/tools/bench.h"
+#include "train/tools/kernel_bench.h"
 
 using namespace hr;
 using hr::testing::fixture;
@@ -617,6 +618,20 @@ model:
   INFO("loss " << losses.front() << " -> " << losses.back());
   CHECK(accuracy(*model, in, labels) >= 0.95);
   CHECK(accuracy(*model, held, held_labels) >= 0.90);
+}
+
+TEST_CASE("bench --kernels: every kernel timed on its shape, with the bytes its contract moves") {
+  const std::vector<KernelTiming> k = time_kernels(Device::CPU, 24, 16, 64, 2 * 3 * 12, 12, 5000, 3);
+  REQUIRE(k.size() == 10);
+  for (const KernelTiming& t : k) {
+    CAPTURE(t.name);
+    CHECK(t.median_us > 0);
+    CHECK(t.bytes > 0);
+  }
+  CHECK(k[0].elements == 24 * 64);        // to_bf16 over (B*T, ffn)
+  CHECK(k[4].elements == 24 * 16);        // add over (B*T, D)
+  CHECK(k[6].elements == 2 * 3 * 12 * 12);  // softmax over (B*H*T, T)
+  CHECK(k[9].elements == 5000);           // adamw over the parameters
 }
 
 TEST_CASE("bench timings: steady-state training steps make no new system allocation, classifier and span QA") {

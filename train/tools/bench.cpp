@@ -19,6 +19,7 @@
 #include "train/run/data_parallel.h"
 #include "train/run/gradient_reducer.h"
 #include "train/run/training_step.h"
+#include "train/tools/kernel_bench.h"
 
 namespace hr {
 
@@ -274,6 +275,12 @@ int bench_command(const BenchOptions& opt) {
   const double gemm = precision == Precision::BF16 ? bf16_gemm.gflops : f32_gemm.gflops;  // what training could reach
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
+  std::vector<KernelTiming> kernels;  // after the peak RSS was read: their buffers are not the model's
+  if (opt.kernels) {
+    const LayerStats first = model->layer_stats(T).front();
+    kernels = time_kernels(d, B * T, model->d_model(), first.ffn_dim, B * first.heads * T, T, model->num_parameters(),
+                           static_cast<int>(std::max<int64_t>(opt.steps, 5)));
+  }
 
   const double step = median(step_s), infer = median(infer_s);
   nlohmann::json j = {
@@ -291,6 +298,8 @@ int bench_command(const BenchOptions& opt) {
       {"peak_rss_mb", static_cast<double>(ru.ru_maxrss) / 1024.0},
       {"peak_device_mb", static_cast<double>(backend(d).peak_bytes_in_use()) / 1048576.0},
       {"steady_state_system_allocations", steady_allocs}, {"final_loss", timing.final_loss}};
+  for (const KernelTiming& k : kernels)
+    j["kernels"][k.name] = {{"elements", k.elements}, {"us", k.median_us}, {"gb_per_s", k.bytes / k.median_us / 1e3}};
   if (opt.json) {
     std::cout << j.dump() << "\n";
   } else {
@@ -312,6 +321,10 @@ int bench_command(const BenchOptions& opt) {
                 precision_name(precision));
     std::printf("  peak RSS %.0f MB; new system allocations during timed steps: %zu; loss of the last step %.4f\n",
                 j["peak_rss_mb"].get<double>(), steady_allocs, timing.final_loss);
+    if (!kernels.empty()) std::printf("  kernels alone (median per call; bytes as each kernel reads and writes them):\n");
+    for (const KernelTiming& k : kernels)
+      std::printf("    %-26s %10lld elements %9.1f us %7.1f GB/s\n", k.name.c_str(), static_cast<long long>(k.elements),
+                  k.median_us, k.bytes / k.median_us / 1e3);
   }
   return 0;
 }

@@ -15,6 +15,7 @@ struct BenchOptions {
   int64_t batch = 32, seq_len = 0, vocab = 8000, classes = 150;  // seq_len 0: model.max_len
   int64_t warmup = 3, steps = 10, latency_runs = 50;
   bool json = false;
+  bool kernels = false;  // also time the backend's non-gemm kernels alone (train/tools/kernel_bench.h)
 };
 
 int bench_command(const BenchOptions& opt);
