@@ -255,9 +255,8 @@ Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& bias) {
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   LinearForward f = linear_forward(x, w, bias, false, "linear");
-  const Tensor x2 = f.x2, win = f.win;
   if (needs_grad({&x, &w, &bias})) {
-    detail::record("linear", f.y, [x, x2, w, win, bias](const Tensor& g) {
+    detail::record("linear", f.y, [x, x2 = f.x2, w, win = f.win, bias](const Tensor& g) {
       Tensor g2 = detail::view_as(g, {g.numel() / w.dim(0), w.dim(0)});  // (rows, out)
       const Tensor gin = operand(g2, win.dtype() == DType::BF16);
       // (rows, in) +=, straight into x's gradient when it has one of its own (x feeds several linears: q, k, v)

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "framework/tensor.h"
+#include "train/tools/bench.h"
 
 namespace hr {
 
@@ -20,8 +21,7 @@ double median_us(Backend& be, int runs, const std::function<void()>& call) {
     be.synchronize();
     us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count());
   }
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
+  return median(us);
 }
 
 Broadcast same_shape(int64_t rows, int64_t cols) {
