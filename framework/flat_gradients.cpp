@@ -19,11 +19,8 @@ FlatGradients::FlatGradients(const std::vector<Tensor>& params) : params_(params
   flat_ = Tensor::zeros({total}, d);
   int64_t at = 0;
   for (const Tensor& p : params_) {
-    auto view = std::make_shared<TensorImpl>();
-    view->storage = flat_.impl()->storage;
-    view->offset = static_cast<size_t>(at);
-    view->shape = p.shape();
-    Tensor g(std::move(view));
+    Tensor g = flat_.rows(at, p.numel());
+    g.impl()->shape = p.shape();
     if (p.grad().defined()) g.copy_from(p.grad());
     p.impl()->grad = g;
     at += p.numel();

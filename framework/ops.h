@@ -47,10 +47,14 @@ Tensor sum_to(const Tensor& g, const Shape& shape);
 // a (..., M, K) @ b (..., K, N) -> (..., M, N); with trans flags a is (..., K, M) / b is (..., N, K). Batch dims must be
 // equal, or one operand is 2-D and broadcast over the other's batch.
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
-// x (..., in) @ w^T + b: w (out, in) as PyTorch's Linear; bias (out) or undefined.
+// x (..., in) @ w^T + b: w (out, in) as PyTorch's Linear; bias (out) or undefined. x may be autocast_operand()'s copy.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias);
 // gelu(linear(x, w, bias)); without gradients to record, GELU is the gemm's epilogue (one pass over the output less).
 Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& bias);
+// x as the products above read it: under a bf16 autocast scope its bf16 copy, recorded so that x gets its gradient
+// (the copy is all their backward rules keep), else x. An activation that feeds several products (attention's q, k and
+// v) is rounded once this way instead of once in each.
+Tensor autocast_operand(const Tensor& x);
 // Attention's two products, reading and writing the heads where they lie in (B, T, H*Dh) (head h is columns
 // [h*Dh, (h+1)*Dh)), so that nothing is permuted to (B, H, T, Dh) and back, forward or backward:
 // q (B, Tq, H*Dh), k (B, Tk, H*Dh) -> (B, H, Tq, Tk): head h's q_h k_h^T.

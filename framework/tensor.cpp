@@ -35,8 +35,8 @@ Tensor Tensor::empty(const Shape& shape, Device d, DType t) {
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->dtype = t;
-  impl->storage = std::make_shared<Storage>(d, static_cast<size_t>(shape_numel(shape)) * dtype_size(t));
-  return Tensor(std::move(impl));
+  impl->device = d;
+  return Tensor(std::move(impl), std::make_shared<Storage>(d, static_cast<size_t>(shape_numel(shape)) * dtype_size(t)));
 }
 
 Tensor Tensor::zeros(const Shape& shape, Device d, DType t) {
@@ -77,24 +77,21 @@ int64_t Tensor::dim(int i) const {
   return impl_->shape[static_cast<size_t>(j)];
 }
 int64_t Tensor::numel() const { return shape_numel(impl_->shape); }
-Device Tensor::device() const { return impl_->storage->device; }
+Device Tensor::device() const { return impl_->device; }
 DType Tensor::dtype() const { return impl_->dtype; }
 
-float* Tensor::data() {
-  HR_CHECK(impl_->dtype == DType::F32, std::string("data(): tensor holds ") + dtype_name(impl_->dtype) + ", not f32");
-  return static_cast<float*>(impl_->storage->data) + impl_->offset;
+void* Tensor::raw(DType t) const {
+  HR_CHECK(impl_->dtype == t, std::string("tensor holds ") + dtype_name(impl_->dtype) + ", not " + dtype_name(t));
+  HR_CHECK(storage_, "internal: reading the values of a grad_ref() of a " + shape_str(impl_->shape) +
+                         " tensor (a backward rule that needs them must capture the tensor itself)");
+  return static_cast<char*>(storage_->data) + impl_->offset * dtype_size(t);
 }
-const float* Tensor::data() const { return const_cast<Tensor*>(this)->data(); }
-int32_t* Tensor::ids() {
-  HR_CHECK(impl_->dtype == DType::I32, std::string("ids(): tensor holds ") + dtype_name(impl_->dtype) + ", not i32 ids");
-  return static_cast<int32_t*>(impl_->storage->data) + impl_->offset;
-}
-const int32_t* Tensor::ids() const { return const_cast<Tensor*>(this)->ids(); }
-uint16_t* Tensor::bf16() {
-  HR_CHECK(impl_->dtype == DType::BF16, std::string("bf16(): tensor holds ") + dtype_name(impl_->dtype) + ", not bf16");
-  return static_cast<uint16_t*>(impl_->storage->data) + impl_->offset;
-}
-const uint16_t* Tensor::bf16() const { return const_cast<Tensor*>(this)->bf16(); }
+float* Tensor::data() { return static_cast<float*>(raw(DType::F32)); }
+const float* Tensor::data() const { return static_cast<const float*>(raw(DType::F32)); }
+int32_t* Tensor::ids() { return static_cast<int32_t*>(raw(DType::I32)); }
+const int32_t* Tensor::ids() const { return static_cast<const int32_t*>(raw(DType::I32)); }
+uint16_t* Tensor::bf16() { return static_cast<uint16_t*>(raw(DType::BF16)); }
+const uint16_t* Tensor::bf16() const { return static_cast<const uint16_t*>(raw(DType::BF16)); }
 
 std::vector<float> Tensor::to_vector() const {
   std::vector<float> v(static_cast<size_t>(numel()));
@@ -130,12 +127,14 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::detach() const {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = impl_->storage;
   impl->offset = impl_->offset;
   impl->shape = impl_->shape;
   impl->dtype = impl_->dtype;
-  return Tensor(std::move(impl));
+  impl->device = impl_->device;
+  return Tensor(std::move(impl), storage_);
 }
+
+Tensor Tensor::grad_ref() const { return Tensor(impl_, nullptr); }
 
 Tensor Tensor::rows(int64_t first, int64_t count) const {
   HR_CHECK(ndim() >= 1 && first >= 0 && count >= 0 && first + count <= dim(0),
@@ -151,9 +150,9 @@ void Tensor::copy_from(const Tensor& src) {
   HR_CHECK(src.shape() == shape() && src.dtype() == dtype(),
            "copy_from: shape " + shape_str(src.shape()) + " into " + shape_str(shape()));
   const size_t bytes = static_cast<size_t>(numel()) * dtype_size(dtype());
-  void* dst = static_cast<char*>(impl_->storage->data) + impl_->offset * dtype_size(dtype());
-  const void* s = static_cast<const char*>(src.impl_->storage->data) + src.impl_->offset * dtype_size(dtype());
   if (bytes == 0) return;
+  void* dst = raw(dtype());
+  const void* s = src.raw(dtype());
   if (src.device() == device()) backend(device()).copy(dst, s, bytes);
   else if (src.device() == Device::CPU) backend(device()).from_host(dst, s, bytes);
   else if (device() == Device::CPU) backend(src.device()).to_host(dst, s, bytes);

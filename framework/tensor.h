@@ -1,5 +1,8 @@
-// Tensor: a shared handle to device storage plus a shape. Always contiguous and row-major; `reshape` and slicing the
-// first dimension are views of the same storage, everything else materialises (DESIGN.md: no stride bookkeeping).
+// Tensor: a handle to a TensorImpl (shape, dtype, device, autograd identity) and to the storage that holds its values.
+// Always contiguous and row-major; `reshape` and slicing the first dimension are views of the same storage, everything
+// else materialises (DESIGN.md: no stride bookkeeping). The storage is held by handles, not by the TensorImpl, so a
+// backward rule that needs an input's gradient but not its values keeps `grad_ref()` and the values are freed with
+// the last handle that holds them (DESIGN.md, "What the tape keeps").
 #pragma once
 
 #include <cstdint>
@@ -36,7 +39,8 @@ struct TensorImpl;
 class Tensor {
  public:
   Tensor() = default;
-  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  Tensor(std::shared_ptr<TensorImpl> impl, std::shared_ptr<Storage> storage)
+      : impl_(std::move(impl)), storage_(std::move(storage)) {}
 
   // ---- creation
   static Tensor empty(const Shape& shape, Device d = Device::CPU, DType t = DType::F32);
@@ -67,6 +71,10 @@ class Tensor {
   Tensor clone() const;                     // a fresh copy, not differentiable
   Tensor detach() const;                    // same storage, cut from the tape
   Tensor rows(int64_t first, int64_t count) const;  // a view of rows [first, first+count) of dim 0; not recorded
+  // The same tensor to autograd (gradient, tape position, shape, device) without its values, which it does not keep
+  // alive; reading them through it throws. What a backward rule captures of an input whose values it does not need.
+  Tensor grad_ref() const;
+  bool has_values() const { return storage_ != nullptr; }
   void copy_from(const Tensor& src);        // same shape, any device; not recorded
   void fill_(float v);
 
@@ -84,14 +92,17 @@ class Tensor {
   bool same(const Tensor& o) const { return impl_ == o.impl_; }
 
  private:
+  void* raw(DType t) const;  // the first element, checked to be of type t and present
+
   std::shared_ptr<TensorImpl> impl_;
+  std::shared_ptr<Storage> storage_;  // null in a grad_ref()
 };
 
 struct TensorImpl {
-  std::shared_ptr<Storage> storage;
-  size_t offset = 0;  // elements into storage (views of the first dimension)
+  size_t offset = 0;  // elements into the storage (views of the first dimension)
   Shape shape;
   DType dtype = DType::F32;
+  Device device = Device::CPU;
   bool requires_grad = false;
   bool is_leaf = true;
   Tensor grad;

@@ -61,9 +61,10 @@ Tensor MultiHeadAttention::forward(const Tensor& x, LayerContext& ctx) const {
     return add(Tensor::zeros(x.shape(), x.device()), o.bias);
   }
   // the heads stay where the projections put them: head h is columns [h*Dh, (h+1)*Dh) (head_scores, head_context)
-  const Tensor qx = q->forward(x);  // (B, T, H*Dh)
-  const Tensor kx = k->forward(x);  // (B, T, H*Dh)
-  const Tensor vx = v->forward(x);  // (B, T, H*Dh)
+  const Tensor xin = autocast_operand(x);  // rounded once for the three projections under bf16
+  const Tensor qx = q->forward(xin);       // (B, T, H*Dh)
+  const Tensor kx = k->forward(xin);       // (B, T, H*Dh)
+  const Tensor vx = v->forward(xin);       // (B, T, H*Dh)
   const float s = 1.f / std::sqrt(static_cast<float>(Dh));
 
   Tensor probs;  // (B, H, T, T)

@@ -1,6 +1,8 @@
 // The tape: accumulation, modes, freeing, deep chains, misuse errors.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "framework/autograd.h"
 #include "kernels/base/error.h"
 #include "framework/ops.h"
@@ -38,6 +40,33 @@ TEST_CASE("an intermediate that feeds several linears and adds: gradients added 
   INFO("worst: " << r.worst);
   CHECK(r.checked > 0);
   CHECK(r.max_error < 5e-3);
+}
+
+TEST_CASE("the tape keeps the values that backward rules read, not every op's output") {
+  Backend& be = backend(Device::CPU);
+  Tensor x = Tensor::full({64, 64}, 0.5f).set_requires_grad();  // 16 KiB, a size class of its own
+  const size_t base = be.bytes_in_use();
+  Tensor loss;
+  {
+    const Tensor h = exp(x);        // its backward reads h: kept
+    const Tensor s = add(h, h);     // add's backward reads neither input: s is freed with this scope
+    const Tensor d = dropout(s, 0.5f, true);  // dropout draws its mask again: d is not kept
+    const Tensor r = reshape(d, {4096});      // a view of d
+    loss = sum(r);                  // a reduction's backward reads nothing
+    CHECK(r.grad_ref().same(r));
+    CHECK_FALSE(r.grad_ref().has_values());
+    CHECK_THROWS_AS(r.grad_ref().data(), Error);
+  }
+  CHECK(be.bytes_in_use() - base == 64 * 64 * sizeof(float) + 64);  // h, and loss (one 64-byte block)
+  backward(loss);
+  // each element's gradient is 2 e^x / (1 - p) where dropout kept it, else 0: the backward rules ran on what they kept
+  int kept = 0;
+  for (float g : x.grad().to_vector()) {
+    if (g != 0.f) CHECK(g == doctest::Approx(4.f * std::exp(0.5f)));
+    kept += g != 0.f;
+  }
+  CHECK(kept > 1000);
+  CHECK(kept < 3000);
 }
 
 TEST_CASE("NoGradGuard records nothing; the tape is freed after backward") {

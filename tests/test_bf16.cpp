@@ -178,6 +178,45 @@ TEST_CASE("autocast: linear and matmul multiply rounded operands, forward and ba
   }
 }
 
+TEST_CASE("autocast: an activation rounded once feeds two linears; the tape keeps its bf16 copy, not its f32 values" *
+          doctest::skip(!bf16_runs())) {
+  const int64_t rows = 64, in = 64, out = 32;  // every buffer a power-of-two size: its own allocator size class
+  const std::vector<float> xv = random_values(rows * in, 11), w1v = random_values(out * in, 12),
+                           w2v = random_values(out * in, 13), rv = random_values(rows * out, 14);
+  Tensor x = Tensor::from_vector(xv, {rows, in}).set_requires_grad();
+  Tensor w1 = Tensor::from_vector(w1v, {out, in}).set_requires_grad();
+  Tensor w2 = Tensor::from_vector(w2v, {out, in}).set_requires_grad();
+  std::vector<float> x2v(xv.size());
+  for (size_t i = 0; i < xv.size(); ++i) x2v[i] = 2.f * xv[i];
+  Backend& be = backend(Device::CPU);
+  {
+    AutocastScope scope(Precision::BF16, {w1, w2});
+    const size_t base = be.bytes_in_use();
+    Tensor y;
+    {
+      const Tensor h = add(x, x);  // an activation (f32) that no backward rule reads
+      const Tensor hin = autocast_operand(h);
+      CHECK(hin.dtype() == DType::BF16);
+      CHECK(hin.requires_grad());
+      CHECK(autocast_operand(hin).same(hin));
+      y = add(linear(hin, w1, Tensor()), linear(hin, w2, Tensor()));
+    }
+    // y (f32), h's bf16 copy and the two weight copies; not h's f32 values
+    CHECK(be.bytes_in_use() - base == rows * out * 4 + rows * in * 2 + 2 * out * in * 2);
+    std::vector<double> want = rounded_product(x2v, w1v, rows, out, in, false, true);
+    const std::vector<double> want2 = rounded_product(x2v, w2v, rows, out, in, false, true);
+    for (size_t i = 0; i < want.size(); ++i) want[i] += want2[i];
+    check_close(y.to_vector(), want, "two linears forward");
+    backward(y, Tensor::from_vector(rv, {rows, out}));
+  }
+  std::vector<double> gx = rounded_product(rv, w1v, rows, in, out, false, false);
+  const std::vector<double> gx2 = rounded_product(rv, w2v, rows, in, out, false, false);
+  for (size_t i = 0; i < gx.size(); ++i) gx[i] = 2 * (gx[i] + gx2[i]);  // through h = x + x
+  check_close(x.grad().to_vector(), gx, "dx through the shared copy");
+  check_close(w1.grad().to_vector(), rounded_product(rv, x2v, out, in, rows, true, false), "dw1");
+  check_close(w2.grad().to_vector(), rounded_product(rv, x2v, out, in, rows, true, false), "dw2");
+}
+
 TEST_CASE("autocast: head_scores and head_context multiply rounded operands in place, forward and backward" *
           doctest::skip(!bf16_runs())) {
   // per head h of sequence b: scores = q_h k_h^T, context_h = p_h v_h, each from the bf16-rounded values

@@ -33,7 +33,7 @@ Tensor dropout(const Tensor& x, float p, bool training) {
   be(x).dropout(x.data(), y.data(), x.numel(), p, seed, offset);
   if (needs_grad({&x})) {
     // the same counters draw the same mask again: nothing is stored between the passes
-    detail::record("dropout", y, [x, p, seed, offset](const Tensor& g) {
+    detail::record("dropout", y, [x = x.grad_ref(), p, seed, offset](const Tensor& g) {
       Tensor gx = Tensor::empty(x.shape(), x.device());
       be(x).dropout(g.data(), gx.data(), x.numel(), p, seed, offset);
       accumulate_grad(x, gx);

@@ -50,7 +50,7 @@ Tensor unary_op(const char* name, Unary op, const Tensor& x, float a = 0.f, floa
   if (needs_grad({&x})) {
     // keep only what the derivative reads: the input (relu, gelu, ...) or the output (exp, sigmoid, tanh, sqrt)
     Tensor saved = saves_input(op) ? x : y.detach();
-    detail::record(name, y, [x, saved, op, a, b](const Tensor& g) {
+    detail::record(name, y, [x = x.grad_ref(), saved, op, a, b](const Tensor& g) {
       Tensor gx = Tensor::empty(x.shape(), x.device());
       // the derivative of `op` reads only the tensor that was saved, so it is passed as both x and y
       be(x).unary_backward(op, saved.data(), saved.data(), g.data(), gx.data(), x.numel(), a, b, false);
@@ -74,7 +74,10 @@ Tensor binary_op(const char* name, Binary op, const Tensor& a, const Tensor& b) 
   Tensor out = binary_raw(op, a, b);
   if (needs_grad({&a, &b})) {
     Tensor saved_out = op == Binary::Div ? out.detach() : Tensor();
-    detail::record(name, out, [a, b, op, saved_out](const Tensor& g) {
+    // the values the derivatives read: both operands of mul, the divisor of div, neither of add and sub
+    detail::record(name, out, [a = op == Binary::Mul ? a : a.grad_ref(),
+                               b = op == Binary::Mul || op == Binary::Div ? b : b.grad_ref(), op,
+                               saved_out](const Tensor& g) {
       const bool ga = a.requires_grad(), gb = b.requires_grad();
       switch (op) {
         case Binary::Add:
@@ -110,7 +113,7 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
   Tensor out = Tensor::empty(shape, g.device());
   be(g).sum_to(p, g.data(), out.data(), out.numel(), false);
   if (needs_grad({&g})) {
-    detail::record("sum_to", out, [g, p](const Tensor& go) {
+    detail::record("sum_to", out, [g = g.grad_ref(), p](const Tensor& go) {
       // the backward of a reduction is a broadcast: copy go along the reduced dims (stride 0)
       Tensor gx = Tensor::empty(g.shape(), g.device());
       const auto dst = detail::strides_of(g.shape());
@@ -134,7 +137,7 @@ Tensor mask_fill(const Tensor& x, const Tensor& mask, float value) {
            "mask_fill: mask " + shape_str(mask.shape()) + " does not broadcast to " + shape_str(x.shape()));
   Tensor out = binary_raw(Binary::MaskFill, x, mask, value);
   if (needs_grad({&x})) {
-    detail::record("mask_fill", out, [x, mask](const Tensor& g) {
+    detail::record("mask_fill", out, [x = x.grad_ref(), mask](const Tensor& g) {
       accumulate_grad(x, binary_raw(Binary::MaskFill, g, mask, 0.f));  // filled entries get no gradient
     });
   }

@@ -1,7 +1,7 @@
 // matmul (2-d and batched, with transposes and a broadcast 2-d operand), linear (x @ w^T + b, one gemm) and attention's
 // per-head products over heads left in place (head_scores, head_context).
-// Under a bf16 autocast scope (framework/autocast.h) both multiply bf16 copies of their operands into f32 results, and
-// their backward rules keep those copies, so the backward gemms run in bf16 too.
+// Under a bf16 autocast scope (framework/autocast.h) they multiply bf16 copies of their operands into f32 results, and
+// their backward rules keep only those copies (not the f32 activations), so the backward gemms run in bf16 too.
 #include "framework/autocast.h"
 #include "framework/ops/op_util.h"
 
@@ -21,8 +21,24 @@ MatDims mat_dims(const Tensor& t, const char* op) {
   return {t.numel() / (t.dim(-2) * t.dim(-1)), t.dim(-2), t.dim(-1)};
 }
 
-// An operand in the precision of the product: bf16 when either operand already is or a bf16 scope is open.
-Tensor operand(const Tensor& t, bool low) { return low && t.dtype() == DType::F32 ? autocast::to_bf16(t) : t; }
+// An operand in the precision of the product: bf16 when either operand already is or a bf16 scope is open. An
+// activation rounded while recording is an op of its own whose gradient passes straight to t (PyTorch's autocast casts
+// do the same), so the product's backward rule keeps the bf16 copy and t's f32 values are freed as soon as nothing
+// else needs them. A leaf (a weight, whose copy the scope keeps across tapes) is not recorded: its gradient goes to it.
+Tensor operand(const Tensor& t, bool low) {
+  if (!low || t.dtype() != DType::F32) return t;
+  Tensor c = autocast::to_bf16(t);
+  if (needs_grad({&t}) && !t.is_leaf())
+    detail::record("to_bf16", c, [t = t.grad_ref()](const Tensor& g) { accumulate_grad(t, g); });
+  return c;
+}
+// Where a product's backward rule sends the gradient of operand t, which it multiplied as `in`: the recorded copy when
+// there is one, else t itself.
+Tensor grad_target(const Tensor& t, const Tensor& in) { return (in.requires_grad() ? in : t).grad_ref(); }
+void check_operand(const Tensor& t, const char* op) {
+  HR_CHECK(t.defined(), std::string(op) + ": undefined input tensor");
+  HR_CHECK(t.dtype() != DType::I32, std::string(op) + ": expected an f32 or bf16 tensor, got i32");
+}
 bool low_precision(const Tensor& a, const Tensor& b) {
   return autocast::bf16() || a.dtype() == DType::BF16 || b.dtype() == DType::BF16;
 }
@@ -127,23 +143,24 @@ void head_gemm(int64_t B, int64_t H, const Tensor& a, HeadLayout la, bool ta, co
 // db = a^T @ g (or g^T @ a when b is transposed), each written in its operand's own layout.
 Tensor head_product(const char* op, int64_t B, int64_t H, const Tensor& a, HeadLayout la, const Tensor& b,
                     HeadLayout lb, bool tb, const Shape& out_shape, HeadLayout lc) {
-  const bool low = autocast::bf16();
+  const bool low = low_precision(a, b);
   const Tensor ain = operand(a, low), bin = operand(b, low);  // what the products read, forward and backward
   Tensor out = Tensor::empty(out_shape, a.device());
   head_gemm(B, H, ain, la, false, bin, lb, tb, out, lc);
   if (needs_grad({&a, &b})) {
-    detail::record(op, out, [a, b, ain, bin, B, H, la, lb, tb, lc](const Tensor& g) {
+    detail::record(op, out, [a = grad_target(a, ain), b = grad_target(b, bin), ain, bin, B, H, la, lb, tb,
+                             lc](const Tensor& g) {
       const Tensor gin = operand(g, ain.dtype() == DType::BF16);  // in lc's layout
       if (a.requires_grad()) {
         Tensor ga = Tensor::empty(a.shape(), a.device());
         head_gemm(B, H, gin, lc, false, bin, lb, !tb, ga, la);
-        accumulate_grad(a, ga);
+        accumulate_grad(a, ga, true);
       }
       if (b.requires_grad()) {
         Tensor gb = Tensor::empty(b.shape(), b.device());
         if (tb) head_gemm(B, H, gin, lc, true, ain, la, false, gb, lb);
         else head_gemm(B, H, ain, la, true, gin, lc, false, gb, lb);
-        accumulate_grad(b, gb);
+        accumulate_grad(b, gb, true);
       }
     });
   }
@@ -153,8 +170,8 @@ Tensor head_product(const char* op, int64_t B, int64_t H, const Tensor& a, HeadL
 }  // namespace
 
 Tensor head_scores(const Tensor& q, const Tensor& k, int64_t heads) {
-  detail::check_f32(q, "head_scores");
-  detail::check_f32(k, "head_scores");
+  check_operand(q, "head_scores");
+  check_operand(k, "head_scores");
   detail::check_same_device(q, k, "head_scores");
   HR_CHECK(q.ndim() == 3 && k.ndim() == 3 && q.dim(0) == k.dim(0) && q.dim(2) == k.dim(2) && heads > 0 &&
                q.dim(2) % heads == 0,
@@ -166,8 +183,8 @@ Tensor head_scores(const Tensor& q, const Tensor& k, int64_t heads) {
 }
 
 Tensor head_context(const Tensor& probs, const Tensor& v) {
-  detail::check_f32(probs, "head_context");
-  detail::check_f32(v, "head_context");
+  check_operand(probs, "head_context");
+  check_operand(v, "head_context");
   detail::check_same_device(probs, v, "head_context");
   HR_CHECK(probs.ndim() == 4 && v.ndim() == 3 && probs.dim(0) == v.dim(0) && probs.dim(3) == v.dim(1) &&
                probs.dim(1) > 0 && v.dim(2) % probs.dim(1) == 0,
@@ -179,17 +196,17 @@ Tensor head_context(const Tensor& probs, const Tensor& v) {
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
-  detail::check_f32(a, "matmul");
-  detail::check_f32(b, "matmul");
+  check_operand(a, "matmul");
+  check_operand(b, "matmul");
   detail::check_same_device(a, b, "matmul");
   mat_dims(a, "matmul");
   mat_dims(b, "matmul");
-  const bool low = autocast::bf16();
+  const bool low = low_precision(a, b);
   const Tensor ain = operand(a, low), bin = operand(b, low);  // what the products read, forward and backward
   Tensor out = product(ain, bin, ta, tb);
 
   if (needs_grad({&a, &b})) {
-    detail::record("matmul", out, [a, b, ain, bin, ta, tb](const Tensor& g) {
+    detail::record("matmul", out, [a = grad_target(a, ain), b = grad_target(b, bin), ain, bin, ta, tb](const Tensor& g) {
       const Tensor gin = operand(g, ain.dtype() == DType::BF16);
       if (a.requires_grad()) {
         Tensor ga = ta ? product(bin, gin, tb, true) : product(gin, bin, false, !tb);
@@ -218,12 +235,13 @@ namespace {
 // under a bf16 scope, which the backward rule reuses.
 struct LinearForward {
   Tensor y;    // (..., out)
-  Tensor x2;   // (rows, in)
+  Tensor xin;  // x as multiplied (its recorded bf16 copy under a bf16 scope)
+  Tensor x2;   // (rows, in): xin's values
   Tensor win;  // (out, in)
 };
 
 LinearForward linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, bool gelu, const char* op) {
-  detail::check_f32(x, op);
+  check_operand(x, op);
   detail::check_f32(w, op);
   detail::check_same_device(x, w, op);
   HR_CHECK(w.ndim() == 2 && x.ndim() >= 1 && x.dim(-1) == w.dim(1), std::string(op) + ": input " +
@@ -237,8 +255,9 @@ LinearForward linear_forward(const Tensor& x, const Tensor& w, const Tensor& bia
   const int64_t in = w.dim(1);
   const bool low = autocast::bf16();
   LinearForward f;
-  f.x2 = operand(detail::view_as(x, {x.numel() / in, in}), low);
-  f.win = operand(w, low);
+  f.xin = operand(x, low);
+  f.x2 = detail::view_as(f.xin, {x.numel() / in, in});
+  f.win = operand(w, low || x.dtype() == DType::BF16);
   Shape ys = x.shape();
   ys.back() = w.dim(0);
   f.y = detail::view_as(gemm(f.x2, false, f.win, true, {}, bias.defined() ? bias.data() : nullptr, Tensor(), gelu), ys);
@@ -253,10 +272,16 @@ Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& bias) {
   return linear_forward(x, w, bias, true, "linear_gelu").y;
 }
 
+Tensor autocast_operand(const Tensor& x) {
+  check_operand(x, "autocast_operand");
+  return operand(x, autocast::bf16());
+}
+
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   LinearForward f = linear_forward(x, w, bias, false, "linear");
   if (needs_grad({&x, &w, &bias})) {
-    detail::record("linear", f.y, [x, x2 = f.x2, w, win = f.win, bias](const Tensor& g) {
+    detail::record("linear", f.y, [x = grad_target(x, f.xin), x2 = f.x2, w = grad_target(w, f.win), win = f.win,
+                                   bias = bias.defined() ? bias.grad_ref() : Tensor()](const Tensor& g) {
       Tensor g2 = detail::view_as(g, {g.numel() / w.dim(0), w.dim(0)});  // (rows, out)
       const Tensor gin = operand(g2, win.dtype() == DType::BF16);
       // (rows, in) +=, straight into x's gradient when it has one of its own (x feeds several linears: q, k, v)

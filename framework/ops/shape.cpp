@@ -29,7 +29,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
                                             " elements, " + shape_str(shape) + " needs " + std::to_string(shape_numel(s)));
   Tensor y = detail::view_as(x, s);
   if (needs_grad({&x})) {
-    detail::record("reshape", y, [x](const Tensor& g) { accumulate_grad(x, detail::view_as(g, x.shape())); });
+    detail::record("reshape", y, [x = x.grad_ref()](const Tensor& g) { accumulate_grad(x, detail::view_as(g, x.shape())); });
   }
   return y;
 }
@@ -55,7 +55,7 @@ Tensor permute(const Tensor& x, const std::vector<int>& perm) {
   const auto dst = detail::strides_of(out_shape);
   if (y.numel()) be(x).copy_strided(n, out_shape.data(), x.data(), src_strides.data(), y.data(), dst.data(), false);
   if (needs_grad({&x})) {
-    detail::record("permute", y, [x, inverse](const Tensor& g) { accumulate_grad(x, permute(g, inverse)); });
+    detail::record("permute", y, [x = x.grad_ref(), inverse](const Tensor& g) { accumulate_grad(x, permute(g, inverse)); });
   }
   return y;
 }
@@ -105,7 +105,7 @@ Tensor slice(const Tensor& x, int dim, int64_t start, int64_t end) {
   Tensor y = Tensor::empty(out_shape, x.device());
   copy_block(be(x), x.data(), around(x.shape(), d), start, y.data(), around(out_shape, d), 0, end - start, false);
   if (needs_grad({&x})) {
-    detail::record("slice", y, [x, d, start, end](const Tensor& g) {
+    detail::record("slice", y, [x = x.grad_ref(), d, start, end](const Tensor& g) {
       Tensor gx = Tensor::zeros(x.shape(), x.device());
       copy_block(be(x), g.data(), around(g.shape(), d), 0, gx.data(), around(x.shape(), d), start, end - start, false);
       accumulate_grad(x, gx);
@@ -146,7 +146,9 @@ Tensor concat(const std::vector<Tensor>& xs, int dim) {
   bool any = false;
   for (const Tensor& t : xs) any = any || needs_grad({&t});
   if (any) {
-    detail::record("concat", y, [xs, d](const Tensor& g) {
+    std::vector<Tensor> refs;
+    for (const Tensor& t : xs) refs.push_back(t.grad_ref());
+    detail::record("concat", y, [xs = std::move(refs), d](const Tensor& g) {
       int64_t at = 0;
       for (const Tensor& t : xs) {
         if (t.requires_grad()) accumulate_grad(t, slice(g, d, at, at + t.dim(d)));
@@ -188,7 +190,7 @@ Tensor index_select0(const Tensor& x, const std::vector<int64_t>& index) {
   Tensor y = Tensor::empty(out_shape, x.device());
   be(x).gather_rows(x.data(), idt.ids(), y.data(), idt.numel(), row);
   if (needs_grad({&x})) {
-    detail::record("index_select0", y, [x, idt, row](const Tensor& g) {
+    detail::record("index_select0", y, [x = x.grad_ref(), idt, row](const Tensor& g) {
       Tensor gx = Tensor::zeros(x.shape(), x.device());
       be(x).scatter_add_rows(g.data(), idt.ids(), gx.data(), idt.numel(), row);
       accumulate_grad(x, gx);

@@ -30,7 +30,7 @@ Tensor softmax(const Tensor& x, const Tensor& mask, float scale) {
   be(x).softmax(x.data(), mask.defined() ? mask.data() : nullptr, y.data(), rows, n, scale, rpm);
   if (needs_grad({&x})) {
     Tensor saved = y.detach();
-    detail::record("softmax", y, [x, saved, rows, n, scale](const Tensor& g) {
+    detail::record("softmax", y, [x = x.grad_ref(), saved, rows, n, scale](const Tensor& g) {
       Tensor gx = Tensor::empty(x.shape(), x.device());
       be(x).softmax_backward(saved.data(), g.data(), gx.data(), rows, n, scale, false);
       accumulate_grad(x, gx);
@@ -47,7 +47,7 @@ Tensor log_softmax(const Tensor& x, const Tensor& mask) {
   be(x).log_softmax(x.data(), mask.defined() ? mask.data() : nullptr, y.data(), rows, n, rpm);
   if (needs_grad({&x})) {
     Tensor saved = y.detach();
-    detail::record("log_softmax", y, [x, saved, rows, n](const Tensor& g) {
+    detail::record("log_softmax", y, [x = x.grad_ref(), saved, rows, n](const Tensor& g) {
       Tensor gx = Tensor::empty(x.shape(), x.device());
       be(x).log_softmax_backward(saved.data(), g.data(), gx.data(), rows, n, false);
       accumulate_grad(x, gx);
