@@ -294,6 +294,32 @@ TEST_CASE("unary and unary_backward match double references") {
   }
 }
 
+TEST_CASE("GELU and its derivative over the whole float range, tails included, against double references") {
+  // the loop's own erf and exp (kernels/cpu/cpu_gelu.h): every 1/64 from -20 to 20, then +-1e-30, +-inf
+  Vec x;
+  for (int i = -1280; i <= 1280; ++i) x.push_back(static_cast<float>(i) / 64.f);
+  for (float v : {1e-30f, -1e-30f, 1e-6f, -1e-6f}) x.push_back(v);
+  const int64_t n = static_cast<int64_t>(x.size());
+  Vec y(x.size()), gx(x.size());
+  const Vec gy(x.size(), 1.f);
+  be().unary(Unary::Gelu, x.data(), y.data(), n, 0.f, 0.f);
+  be().unary_backward(Unary::Gelu, x.data(), y.data(), gy.data(), gx.data(), n, 0.f, 0.f, false);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i], cdf = 0.5 * std::erfc(-v / std::sqrt(2.0));
+    const double want = v * cdf, dwant = cdf + v * std::exp(-0.5 * v * v) / std::sqrt(2.0 * M_PI);
+    CAPTURE(v);
+    CHECK(std::abs(y[i] - want) <= 3e-7 * std::max(1.0, std::abs(v)));
+    CHECK(std::abs(gx[i] - dwant) <= 3e-7 * std::max(1.0, std::abs(v)));
+    if (v < -14) CHECK(std::abs(y[i]) < 1e-30);  // the tail underflows to (about) zero, not to a NaN
+  }
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const Vec special = {inf, nan};
+  Vec ys(2);
+  be().unary(Unary::Gelu, special.data(), ys.data(), 2, 0.f, 0.f);
+  CHECK(ys[0] == inf);
+  CHECK(std::isnan(ys[1]));
+}
+
 namespace {
 
 Broadcast make_broadcast(std::vector<int64_t> shape, std::vector<int64_t> sa, std::vector<int64_t> sb) {

@@ -11,6 +11,7 @@
 #include "kernels/cpu/cpu_allocator.h"
 #include "kernels/cpu/cpu_parallel.h"
 #include "kernels/cpu/cpu_sum_to.h"
+#include "kernels/cpu/cpu_gelu.h"
 #include "kernels/cpu/onednn_eltwise.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/cpu/strided_runs.h"
@@ -163,6 +164,9 @@ class CpuBackend final : public Backend {
 
   // ---- elementwise
   void unary(Unary op, const float* x, float* y, int64_t n, float a, float b) override {
+    if (op == Unary::Gelu) {
+      return parallel_for(n, unary_cost(op), [&](int64_t i0, int64_t i1) { cpu::gelu_run(x + i0, y + i0, i1 - i0); });
+    }
     if (n >= kOneDnnEltwiseMin && OneDnnEltwise::supports(op)) return eltwise_.forward(op, x, y, n);
     with_unary(op, [&](auto opc) {
       parallel_for(n, unary_cost(op), [&](int64_t i0, int64_t i1) {
@@ -173,8 +177,12 @@ class CpuBackend final : public Backend {
 
   void unary_backward(Unary op, const float* x, const float* y, const float* gy, float* gx, int64_t n, float a,
                       float b, bool accumulate) override {
-    if (!accumulate && n >= kOneDnnEltwiseMin && OneDnnEltwise::supports(op))
-      return eltwise_.backward(op, op == Unary::Gelu ? x : y, gy, gx, n);
+    if (op == Unary::Gelu) {
+      return parallel_for(n, unary_cost(op), [&](int64_t i0, int64_t i1) {
+        cpu::gelu_backward_run(x + i0, gy + i0, gx + i0, i1 - i0, accumulate);
+      });
+    }
+    if (!accumulate && n >= kOneDnnEltwiseMin && OneDnnEltwise::supports(op)) return eltwise_.backward(op, y, gy, gx, n);
     with_unary(op, [&](auto opc) {
       parallel_for(n, unary_cost(op), [&](int64_t i0, int64_t i1) {
         if (accumulate) {

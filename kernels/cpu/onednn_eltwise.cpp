@@ -10,10 +10,9 @@ using dnnl::algorithm;
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
-// The algorithm whose backward reads what the framework saved: the input for gelu, the output for the others.
+// The algorithm whose backward reads what the framework saved: the output.
 algorithm algorithm_of(Unary op) {
   switch (op) {
-    case Unary::Gelu: return algorithm::eltwise_gelu_erf;
     case Unary::Exp: return algorithm::eltwise_exp_use_dst_for_bwd;
     case Unary::Tanh: return algorithm::eltwise_tanh_use_dst_for_bwd;
     case Unary::Sigmoid: return algorithm::eltwise_logistic_use_dst_for_bwd;
@@ -30,7 +29,7 @@ dnnl::memory mem(const dnnl::memory::desc& md, const dnnl::engine& e, const floa
 OneDnnEltwise::OneDnnEltwise() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
 
 bool OneDnnEltwise::supports(Unary op) {
-  return op == Unary::Gelu || op == Unary::Exp || op == Unary::Tanh || op == Unary::Sigmoid;
+  return op == Unary::Exp || op == Unary::Tanh || op == Unary::Sigmoid;
 }
 
 OneDnnEltwise::Fwd& OneDnnEltwise::eltwise(Unary op, int64_t n) {
@@ -53,11 +52,10 @@ void OneDnnEltwise::forward(Unary op, const float* x, float* y, int64_t n) {
   stream_.wait();
 }
 
-void OneDnnEltwise::backward(Unary op, const float* saved, const float* gy, float* gx, int64_t n) {
+void OneDnnEltwise::backward(Unary op, const float* y, const float* gy, float* gx, int64_t n) {
   Fwd& f = eltwise(op, n);
   const auto& md = f.pd.src_desc();
-  const int saved_arg = op == Unary::Gelu ? DNNL_ARG_SRC : DNNL_ARG_DST;
-  f.bwd.execute(stream_, {{saved_arg, mem(md, engine_, saved)},
+  f.bwd.execute(stream_, {{DNNL_ARG_DST, mem(md, engine_, y)},
                           {DNNL_ARG_DIFF_DST, mem(md, engine_, gy)},
                           {DNNL_ARG_DIFF_SRC, mem(md, engine_, gx)}});
   stream_.wait();

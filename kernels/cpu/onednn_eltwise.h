@@ -1,5 +1,6 @@
 // Elementwise functions and softmax through oneDNN's JIT primitives (vectorised exp/erf/tanh), cached by size. The
-// CPU backend uses them for large buffers of the transcendental ops; everything else stays on the shared functors.
+// CPU backend uses them for large buffers of exp, tanh and sigmoid; GELU has its own loop (cpu_gelu.h), everything
+// else stays on the shared functors.
 #pragma once
 
 #include <map>
@@ -15,11 +16,11 @@ namespace hr {
 class OneDnnEltwise {
  public:
   OneDnnEltwise();
-  // True when `op` has a oneDNN algorithm here (gelu_erf, exp, tanh, logistic).
+  // True when `op` has a oneDNN algorithm here (exp, tanh, logistic).
   static bool supports(Unary op);
   void forward(Unary op, const float* x, float* y, int64_t n);
-  // gx = gy * f'(.); `saved` is the input for gelu and the output for exp, tanh and logistic (as the framework saves).
-  void backward(Unary op, const float* saved, const float* gy, float* gx, int64_t n);
+  // gx = gy * f'(.) from the output y (as the framework saves it for these ops).
+  void backward(Unary op, const float* y, const float* gy, float* gx, int64_t n);
   // In-place softmax over the rows of y (rows, n).
   void softmax_inplace(float* y, int64_t rows, int64_t n);
 

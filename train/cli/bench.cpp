@@ -18,6 +18,8 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--classes", o->classes, "number of classes")->check(CLI::PositiveNumber);
   cmd->add_option("--steps", o->steps, "timed steps")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", o->warmup, "untimed warm-up steps");
+  cmd->add_option("--inference-runs", o->inference_runs, "timed batch inference passes (default: --steps)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->add_flag("--kernels", o->kernels, "also time elementwise, row and optimizer kernels alone on the config's shapes");
   return {cmd, [o] { return bench_command(*o); }};

@@ -254,7 +254,8 @@ int bench_command(const BenchOptions& opt) {
   {
     NoGradGuard ng;
     const AutocastScope autocast(precision, model->parameters());
-    for (int64_t i = 0; i < opt.warmup + opt.steps; ++i) {
+    const int64_t runs = opt.inference_runs > 0 ? opt.inference_runs : opt.steps;
+    for (int64_t i = 0; i < opt.warmup + runs; ++i) {
       const auto t = Clock::now();
       model->forward(in).to_vector();
       if (i >= opt.warmup) infer_s.push_back(seconds_since(t));

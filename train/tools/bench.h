@@ -14,6 +14,7 @@ struct BenchOptions {
   std::vector<std::string> overrides;
   int64_t batch = 32, seq_len = 0, vocab = 8000, classes = 150;  // seq_len 0: model.max_len
   int64_t warmup = 3, steps = 10, latency_runs = 50;
+  int64_t inference_runs = 0;  // timed batch inference passes; 0: as many as `steps`
   bool json = false;
   bool kernels = false;  // also time the backend's non-gemm kernels alone (train/tools/kernel_bench.h)
 };
