@@ -21,19 +21,12 @@ MatDims mat_dims(const Tensor& t, const char* op) {
   return {t.numel() / (t.dim(-2) * t.dim(-1)), t.dim(-2), t.dim(-1)};
 }
 
-// An operand in the precision of the product: bf16 when either operand already is or a bf16 scope is open. An
-// activation rounded while recording is an op of its own whose gradient passes straight to t (PyTorch's autocast casts
-// do the same), so the product's backward rule keeps the bf16 copy and t's f32 values are freed as soon as nothing
-// else needs them. A leaf (a weight, whose copy the scope keeps across tapes) is not recorded: its gradient goes to it.
-Tensor operand(const Tensor& t, bool low) {
-  if (!low || t.dtype() != DType::F32) return t;
-  Tensor c = autocast::to_bf16(t);
-  if (needs_grad({&t}) && !t.is_leaf())
-    detail::record("to_bf16", c, [t = t.grad_ref()](const Tensor& g) { accumulate_grad(t, g); });
-  return c;
-}
-// Where a product's backward rule sends the gradient of operand t, which it multiplied as `in`: the recorded copy when
-// there is one, else t itself.
+// An operand in the precision of the product: bf16 when either operand already is or a bf16 scope is open. The
+// product's backward rule keeps this copy and only grad_target() of t, so t's f32 values are freed as soon as nothing
+// else needs them.
+Tensor operand(const Tensor& t, bool low) { return low && t.dtype() == DType::F32 ? autocast::to_bf16(t) : t; }
+// Where a product's backward rule sends the gradient of operand t, which it multiplied as `in`: `in` when it is on the
+// tape itself (autocast_operand's copy), else t.
 Tensor grad_target(const Tensor& t, const Tensor& in) { return (in.requires_grad() ? in : t).grad_ref(); }
 void check_operand(const Tensor& t, const char* op) {
   HR_CHECK(t.defined(), std::string(op) + ": undefined input tensor");
@@ -274,7 +267,11 @@ Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& bias) {
 
 Tensor autocast_operand(const Tensor& x) {
   check_operand(x, "autocast_operand");
-  return operand(x, autocast::bf16());
+  Tensor c = operand(x, autocast::bf16());
+  // on the tape when it is a copy, so that the products it feeds add their gradients into its buffer, which x adopts
+  if (!c.same(x) && needs_grad({&x}))
+    detail::record("autocast_operand", c, [x = x.grad_ref()](const Tensor& g) { accumulate_grad(x, g); });
+  return c;
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
