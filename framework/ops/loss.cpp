@@ -28,7 +28,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int32_t ignore_
     loss = scale(sum(row_loss), inv);
   }
   if (needs_grad({&logits})) {
-    detail::record("cross_entropy", loss, [logits = logits.grad_ref(), labels, logp, N, C, ignore_index, smoothing, inv](const Tensor& g) {
+    detail::record("cross_entropy", loss, [logits = logits.grad_ref(), labels, logp, N, C, ignore_index, smoothing,
+                                           inv](const Tensor& g) {
       Tensor gl = Tensor::empty({N, C}, logits.device());
       be(logits).cross_entropy_backward(logp.data(), labels.ids(), gl.data(), N, C, ignore_index, smoothing,
                                         g.item() * inv, false);

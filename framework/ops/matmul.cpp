@@ -199,7 +199,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   Tensor out = product(ain, bin, ta, tb);
 
   if (needs_grad({&a, &b})) {
-    detail::record("matmul", out, [a = grad_target(a, ain), b = grad_target(b, bin), ain, bin, ta, tb](const Tensor& g) {
+    detail::record("matmul", out, [a = grad_target(a, ain), b = grad_target(b, bin), ain, bin, ta,
+                                   tb](const Tensor& g) {
       const Tensor gin = operand(g, ain.dtype() == DType::BF16);
       if (a.requires_grad()) {
         Tensor ga = ta ? product(bin, gin, tb, true) : product(gin, bin, false, !tb);
@@ -228,7 +229,7 @@ namespace {
 // under a bf16 scope, which the backward rule reuses.
 struct LinearForward {
   Tensor y;    // (..., out)
-  Tensor xin;  // x as multiplied (its recorded bf16 copy under a bf16 scope)
+  Tensor xin;  // x as multiplied (its bf16 copy under a bf16 scope)
   Tensor x2;   // (rows, in): xin's values
   Tensor win;  // (out, in)
 };

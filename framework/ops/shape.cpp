@@ -29,7 +29,8 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
                                             " elements, " + shape_str(shape) + " needs " + std::to_string(shape_numel(s)));
   Tensor y = detail::view_as(x, s);
   if (needs_grad({&x})) {
-    detail::record("reshape", y, [x = x.grad_ref()](const Tensor& g) { accumulate_grad(x, detail::view_as(g, x.shape())); });
+    detail::record("reshape", y,
+                   [x = x.grad_ref()](const Tensor& g) { accumulate_grad(x, detail::view_as(g, x.shape())); });
   }
   return y;
 }
@@ -55,7 +56,8 @@ Tensor permute(const Tensor& x, const std::vector<int>& perm) {
   const auto dst = detail::strides_of(out_shape);
   if (y.numel()) be(x).copy_strided(n, out_shape.data(), x.data(), src_strides.data(), y.data(), dst.data(), false);
   if (needs_grad({&x})) {
-    detail::record("permute", y, [x = x.grad_ref(), inverse](const Tensor& g) { accumulate_grad(x, permute(g, inverse)); });
+    detail::record("permute", y,
+                   [x = x.grad_ref(), inverse](const Tensor& g) { accumulate_grad(x, permute(g, inverse)); });
   }
   return y;
 }

@@ -182,7 +182,8 @@ class CpuBackend final : public Backend {
         cpu::gelu_backward_run(x + i0, gy + i0, gx + i0, i1 - i0, accumulate);
       });
     }
-    if (!accumulate && n >= kOneDnnEltwiseMin && OneDnnEltwise::supports(op)) return eltwise_.backward(op, y, gy, gx, n);
+    if (!accumulate && n >= kOneDnnEltwiseMin && OneDnnEltwise::supports(op))
+      return eltwise_.backward(op, y, gy, gx, n);
     with_unary(op, [&](auto opc) {
       parallel_for(n, unary_cost(op), [&](int64_t i0, int64_t i1) {
         if (accumulate) {
