@@ -85,6 +85,11 @@ Tensor mean(const Tensor& x, int dim, bool keepdim = false);
 // for no mask. Masked entries (-1e9 or below) get probability 0; a fully masked row is uniform.
 Tensor softmax(const Tensor& x, const Tensor& mask = Tensor(), float scale = 1.f);
 Tensor log_softmax(const Tensor& x, const Tensor& mask = Tensor());
+// Attention's weights as head_context multiplies them: dropout(softmax(x, mask, scale), p, training) in one pass (the
+// values and dropout draws of those two ops), returned in bf16 under a bf16 autocast scope (the copy head_context would
+// make), else f32. Its backward rule keeps the f32 probabilities and reads the dropout mask from the dropped weights
+// (which head_context keeps anyway).
+Tensor attention_weights(const Tensor& x, const Tensor& mask, float scale, float p, bool training);
 
 // ---- normalisation (ops/norm.cpp): over the last dim, gamma/beta of size (n)
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps = 1e-5f);

@@ -130,6 +130,18 @@ class Backend {
   // gx = scale * y * (gy - sum(gy * y)) (accumulate: gx += ...)
   virtual void softmax_backward(const float* y, const float* gy, float* gx, int64_t rows, int64_t n, float scale,
                                 bool accumulate) = 0;
+  // Attention's weights as its product with V reads them, in one pass: p = softmax(scale * x + mask_row) as above,
+  // written to y (f32) unless y is null (backward needs it), and p after inverted dropout (element i drawn as
+  // dropout() draws it from (seed, offset); p_drop 0 keeps p) written to out (f32, or bf16 bits when out_bf16).
+  virtual void softmax_dropout(const float* x, const float* mask, float* y, void* out, bool out_bf16, int64_t rows,
+                               int64_t n, float scale, int64_t rows_per_mask, float p_drop, uint64_t seed,
+                               uint64_t offset) = 0;
+  // gx = scale * y * (d - sum(d * y)) with d = gout after the same dropout: d[i] = gout[i] / (1 - p_drop) where the
+  // forward's out[i] (f32, or bf16 when out_bf16) is not 0, else 0; out null: d = gout. Reading the mask from what
+  // the product with V keeps anyway costs no memory and no second draw (an element whose kept weight underflows to 0
+  // has y < 1e-40, so what it would add is below float resolution).
+  virtual void softmax_dropout_backward(const float* y, const void* out, bool out_bf16, const float* gout, float* gx,
+                                        int64_t rows, int64_t n, float scale, float p_drop, bool accumulate) = 0;
   // y = log_softmax(x + mask_row) with the same mask convention (scale 1)
   virtual void log_softmax(const float* x, const float* mask, float* y, int64_t rows, int64_t n,
                            int64_t rows_per_mask) = 0;

@@ -69,9 +69,14 @@ Tensor MultiHeadAttention::forward(const Tensor& x, LayerContext& ctx) const {
 
   Tensor probs;  // (B, H, T, T)
   const bool mixes_logits = talk_logits || opt_.cross_layer;
-  if (!mixes_logits) {
+  const bool fused = !mixes_logits && !ctx.attention_maps;  // the maps need the weights before dropout
+  if (fused) {
     ctx.prev_logits = Tensor();  // a plain layer breaks the chain of residual logits
-    probs = softmax(head_scores(qx, kx, H), ctx.key_mask, s);  // scale + mask + softmax in one pass
+    // scale + mask + softmax + dropout in one pass, written as head_context reads it (bf16 under a bf16 scope)
+    probs = attention_weights(head_scores(qx, kx, H), ctx.key_mask, s, opt_.dropout, training());
+  } else if (!mixes_logits) {
+    ctx.prev_logits = Tensor();
+    probs = softmax(head_scores(qx, kx, H), ctx.key_mask, s);
   } else {
     Tensor logits = scale(head_scores(qx, kx, H), s);  // (B, H, T, T)
     if (talk_logits) logits = mix_heads(logits, *talk_logits);
@@ -86,7 +91,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, LayerContext& ctx) const {
   }
   if (talk_weights) probs = mix_heads(probs, *talk_weights);
   if (ctx.attention_maps) ctx.attention_maps->push_back(probs.detach());
-  probs = dropout(probs, opt_.dropout, training());
+  if (!fused) probs = dropout(probs, opt_.dropout, training());
 
   Tensor heads = head_context(probs, vx);  // (B, T, H*Dh)
   if (gates || head_mask_.defined()) {

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -14,6 +15,7 @@
 #include "framework/autocast.h"
 #include "framework/autograd.h"
 #include "framework/ops.h"
+#include "framework/random.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/math/bf16.h"
 #include "tests/tiny_run.h"
@@ -260,6 +262,48 @@ TEST_CASE("autocast: head_scores and head_context multiply rounded operands in p
       check_close(square(gp, b, h), rounded_product(gch, vh, T, T, Dh, false, true), "head_context dprobs");
       check_close(head(gv, b, h), rounded_product(ph, gch, T, Dh, T, true, false), "head_context dv");
     }
+}
+
+TEST_CASE("autocast: attention_weights writes the bf16 copy head_context multiplies; gradients as the ops it fuses" *
+          doctest::skip(!bf16_runs())) {
+  const int64_t B = 2, H = 2, T = 6, Dh = 3;
+  const std::vector<float> xv = random_values(B * H * T * T, 21), vv = random_values(B * T * H * Dh, 22),
+                           gc = random_values(B * T * H * Dh, 23);
+  std::vector<float> mv(B * T, 0.f);
+  mv[T - 1] = -1e9f;  // batch 0: the last key padded
+  const Tensor mask = Tensor::from_vector(mv, {B, T});
+  struct Result {
+    std::vector<float> context, gx, gv;
+    std::vector<uint16_t> weights;
+  };
+  const auto run = [&](bool fused) {
+    Tensor x = Tensor::from_vector(xv, {B, H, T, T}).set_requires_grad();
+    Tensor v = Tensor::from_vector(vv, {B, T, H * Dh}).set_requires_grad();
+    Result r;
+    manual_seed(4);
+    AutocastScope scope(Precision::BF16, {});
+    const Tensor w = fused ? attention_weights(x, mask, 0.5f, 0.2f, true) : dropout(softmax(x, mask, 0.5f), 0.2f, true);
+    const Tensor c = head_context(w, v);
+    if (fused) {
+      REQUIRE(w.dtype() == DType::BF16);
+      r.weights.resize(static_cast<size_t>(w.numel()));
+      backend(Device::CPU).to_host(r.weights.data(), w.bf16(), r.weights.size() * sizeof(uint16_t));
+    } else {
+      const std::vector<float> f = w.to_vector();
+      for (float value : f) r.weights.push_back(math::to_bf16(value));
+    }
+    r.context = c.to_vector();
+    backward(sum(mul(c, Tensor::from_vector(gc, c.shape()))));
+    r.gx = x.grad().to_vector();
+    r.gv = v.grad().to_vector();
+    return r;
+  };
+  const Result fused = run(true), apart = run(false);
+  CHECK(fused.weights == apart.weights);  // rounded once, from the same values and draws
+  CHECK(fused.context == apart.context);
+  CHECK(fused.gv == apart.gv);
+  check_close(fused.gx, std::vector<double>(apart.gx.begin(), apart.gx.end()), "attention_weights dx");
+  CHECK(std::count(fused.weights.begin(), fused.weights.end(), uint16_t{0}) > B * H * 1);  // masked and dropped
 }
 
 // ---------------------------------------------------------------- whole runs (the headroom binary)

@@ -17,6 +17,8 @@
 #include "kernels/cpu/cpu_parallel.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/math/bf16.h"
+#include "kernels/math/random.h"
+#include "kernels/math/rows.h"
 #include "tests/gemm_case.h"
 
 using namespace hr;
@@ -593,6 +595,91 @@ TEST_CASE("softmax with mask and scale, its backward, log_softmax") {
     be().softmax(big.data(), nullptr, o.data(), 4096, 130, 1.f, 1);
     return o;
   }, "softmax");
+}
+
+TEST_CASE("softmax_dropout: attention's weights, their dropout and rounding in one pass, and the backward pass") {
+  const float p = 0.25f, keep = 1.f / (1.f - p), scale = 0.41f;
+  const uint64_t seed = 9, edge = (uint64_t{1} << 32) - 300;  // counters that cross a multiple of 2^32 mid-row
+  for (const int64_t n : {1, 7, 64, 130}) {
+    for (const uint64_t offset : {uint64_t{1000}, edge}) {
+      CAPTURE(n);
+      CAPTURE(offset);
+      const int64_t B = 2, rpm = 5, rows = B * rpm;
+      const Vec x = random_vec(rows * n, 61, -4.f, 4.f);
+      Vec mask(B * n, 0.f);
+      for (int64_t j = n / 2 + 1; j < n; ++j) mask[j] = -1e9f;  // batch 0: the last keys masked
+      Vec y(rows * n), out(rows * n), again(rows * n), ref(rows * n);
+      std::vector<uint16_t> out16(rows * n), alone16(rows * n);
+      be().softmax_dropout(x.data(), mask.data(), y.data(), out.data(), false, rows, n, scale, rpm, p, seed, offset);
+      // the probabilities: softmax(), and the draws: dropout()'s, element r * n + j from counter offset + r * n + j
+      be().softmax(x.data(), mask.data(), ref.data(), rows, n, scale, rpm);
+      CHECK(y == ref);
+      be().dropout(y.data(), again.data(), rows * n, p, seed, offset);
+      CHECK(out == again);
+      // without y (nothing recorded) and in bf16: the same values, rounded once
+      be().softmax_dropout(x.data(), mask.data(), nullptr, out16.data(), true, rows, n, scale, rpm, p, seed, offset);
+      CHECK(out16 == rounded(out));
+      be().softmax_dropout(x.data(), mask.data(), nullptr, alone16.data(), true, rows, n, scale, rpm, 0.f, 0, 0);
+      CHECK(alone16 == rounded(ref));  // no dropout: the probabilities themselves
+      // the shared per-row routine the GPU runs (expf instead of the loop's polynomial) agrees
+      const math::DropoutFactors drop(p, seed, offset);
+      Vec ry(rows * n), rout(rows * n);
+      for (int64_t r = 0; r < rows; ++r)
+        math::softmax_dropout_row(math::SerialLanes{}, x.data() + r * n, mask.data() + r / rpm * n,
+                                  ry.data() + r * n, rout.data() + r * n, nullptr, n, scale, drop,
+                                  static_cast<uint64_t>(r * n));
+      check_close(y, std::vector<double>(ry.begin(), ry.end()), 1e-6, "softmax_dropout_row: probabilities");
+      check_close(out, std::vector<double>(rout.begin(), rout.end()), 1e-6, "softmax_dropout_row: dropped");
+      int64_t dropped = 0;
+      for (int64_t i = 0; i < rows * n; ++i) {
+        REQUIRE((out[i] == 0.f) == (rout[i] == 0.f || y[i] == 0.f));
+        dropped += out[i] == 0.f && y[i] != 0.f;
+      }
+      if (n == 130) CHECK(dropped > 0);
+
+      // backward: d = gout * keep where the forward kept the weight, gx (+)= scale * y * (d - <d, y>), in double
+      const Vec gout = random_vec(rows * n, 62);
+      const Vec gx0 = random_vec(rows * n, 63);
+      std::vector<double> want(rows * n), want_acc(rows * n);
+      for (int64_t r = 0; r < rows; ++r) {
+        double dot = 0;
+        for (int64_t j = 0; j < n; ++j)
+          dot += (out[r * n + j] != 0.f ? static_cast<double>(gout[r * n + j]) * keep : 0.0) * y[r * n + j];
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t i = r * n + j;
+          const double d = out[i] != 0.f ? static_cast<double>(gout[i]) * keep : 0.0;
+          want[i] = scale * y[i] * (d - dot);
+          want_acc[i] = gx0[i] + want[i];
+        }
+      }
+      Vec gx(rows * n), gx16(rows * n), gxr(rows * n), gx_acc = gx0;
+      be().softmax_dropout_backward(y.data(), out.data(), false, gout.data(), gx.data(), rows, n, scale, p, false);
+      check_close(gx, want, 1e-5, "softmax_dropout_backward");
+      be().softmax_dropout_backward(y.data(), out16.data(), true, gout.data(), gx16.data(), rows, n, scale, p, false);
+      CHECK(gx16 == gx);  // the bf16 copy marks the same elements
+      be().softmax_dropout_backward(y.data(), out.data(), false, gout.data(), gx_acc.data(), rows, n, scale, p, true);
+      check_close(gx_acc, want_acc, 1e-5, "softmax_dropout_backward, accumulating");
+      for (int64_t r = 0; r < rows; ++r)
+        math::softmax_dropout_backward_row(math::SerialLanes{}, y.data() + r * n, out.data() + r * n, nullptr,
+                                           gout.data() + r * n, gxr.data() + r * n, n, scale, keep, false);
+      check_close(gxr, want, 1e-5, "softmax_dropout_backward_row");
+      // no dropout: softmax_backward's gradient
+      Vec plain(rows * n), d0(rows * n);
+      be().softmax_backward(y.data(), gout.data(), plain.data(), rows, n, scale, false);
+      be().softmax_dropout_backward(y.data(), nullptr, false, gout.data(), d0.data(), rows, n, scale, 0.f, false);
+      check_close(d0, std::vector<double>(plain.begin(), plain.end()), 1e-6, "softmax_dropout_backward, p = 0");
+    }
+  }
+  const Vec big = random_vec(2048 * 64, 64, -5.f, 5.f);
+  check_thread_count_independent([&] {
+    Vec o(big.size()), g(big.size());
+    be().softmax_dropout(big.data(), nullptr, nullptr, o.data(), false, 2048, 64, 0.2f, 1, 0.1f, 3, 77);
+    be().softmax_dropout_backward(o.data(), o.data(), false, big.data(), g.data(), 2048, 64, 0.2f, 0.1f, false);
+    o.insert(o.end(), g.begin(), g.end());
+    return o;
+  }, "softmax_dropout");
+  Vec o(7);
+  CHECK_THROWS_AS(be().softmax_dropout(big.data(), nullptr, nullptr, o.data(), false, 1, 7, 1.f, 1, 1.f, 0, 0), Error);
 }
 
 TEST_CASE("layer_norm forward and backward") {

@@ -659,9 +659,51 @@ model:
   CHECK(kept[Precision::BF16] < 0.85 * kept[Precision::F32]);
 }
 
+TEST_CASE("attention's fused weights (attention_weights) train as softmax then dropout do: same loss and gradients") {
+  // asking for the attention maps takes the unfused path (the maps are the weights before dropout)
+  std::vector<Precision> precisions{Precision::F32};
+  if (backend(Device::CPU).bf16_support(nullptr) != Backend::Bf16::None) precisions.push_back(Precision::BF16);
+  manual_seed(6);
+  auto model = model_from_yaml(R"(
+model:
+  type: encoder_classifier
+  d_model: 32
+  max_len: 16
+  dropout: 0.2
+  layers:
+    - attention: {heads: 4, head_dim: 8, gates: {type: l0}}
+    - attention: {heads: 2, head_dim: 12}
+)",
+                               {40, 3});
+  std::vector<std::vector<int32_t>> rows;
+  for (int32_t i = 0; i < 6; ++i) rows.push_back(std::vector<int32_t>(static_cast<size_t>(6 + 2 * i), 1 + 5 * i));
+  for (size_t i = 0; i < rows.size(); ++i)
+    for (size_t t = 0; t < rows[i].size(); ++t) rows[i][t] = static_cast<int32_t>((i * 7 + t * 3) % 40);
+  const EncoderInput in = make_encoder_input(rows, 0, Device::CPU);  // padded to 16: the key mask matters
+  const Tensor y = Tensor::from_ids({0, 1, 2, 0, 1, 2}, {6});
+  for (Precision p : precisions) {
+    CAPTURE(precision_name(p));
+    std::vector<float> loss[2];
+    std::vector<std::vector<float>> grads[2];
+    for (int unfused = 0; unfused < 2; ++unfused) {
+      model->zero_grad();
+      manual_seed(11);
+      AutocastScope scope(p, model->parameters());
+      std::vector<Tensor> maps;
+      const Tensor l = cross_entropy(model->forward(in, unfused ? &maps : nullptr), y);
+      CHECK(maps.size() == (unfused ? 2u : 0u));
+      loss[unfused] = l.to_vector();
+      backward(l);
+      for (const Tensor& t : model->parameters()) grads[unfused].push_back(t.grad().to_vector());
+    }
+    CHECK(loss[0] == loss[1]);
+    for (size_t i = 0; i < grads[0].size(); ++i) check_close(grads[0][i], grads[1][i], "gradient " + std::to_string(i));
+  }
+}
+
 TEST_CASE("bench --kernels: every kernel timed on its shape, with the bytes its contract moves") {
   const std::vector<KernelTiming> k = time_kernels(Device::CPU, 24, 16, 64, 2 * 3 * 12, 12, 5000, 3);
-  REQUIRE(k.size() == 10);
+  REQUIRE(k.size() == 13);
   for (const KernelTiming& t : k) {
     CAPTURE(t.name);
     CHECK(t.median_us > 0);
@@ -670,7 +712,8 @@ TEST_CASE("bench --kernels: every kernel timed on its shape, with the bytes its 
   CHECK(k[0].elements == 24 * 64);        // to_bf16 over (B*T, ffn)
   CHECK(k[4].elements == 24 * 16);        // add over (B*T, D)
   CHECK(k[6].elements == 2 * 3 * 12 * 12);  // softmax over (B*H*T, T)
-  CHECK(k[9].elements == 5000);           // adamw over the parameters
+  CHECK(k[9].elements == 2 * 3 * 12 * 12);  // softmax + dropout (attention_weights)
+  CHECK(k[12].elements == 5000);          // adamw over the parameters
 }
 
 TEST_CASE("bench timings: steady-state training steps make no new system allocation, classifier and span QA") {

@@ -1,6 +1,7 @@
 // Every op's backward against central finite differences, and forward results against naive loops.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "framework/autograd.h"
@@ -262,6 +263,28 @@ TEST_CASE("softmax and log_softmax with mask and scale") {
       CHECK(y[r * 5 + j] == doctest::Approx(std::exp(0.7 * xv[r * 5 + j] + mv[b * 5 + j] - mx) / z).epsilon(1e-5));
   }
   CHECK(y[3] == 0.f);  // masked key
+}
+
+TEST_CASE("attention_weights: dropout(softmax) in one pass, the same draws, and its gradient") {
+  const Tensor x = rand_tensor({2, 3, 4, 9}, 52, -2.f, 2.f);  // (B, H, T, T)
+  std::vector<float> mv(18, 0.f);
+  mv[7] = mv[8] = -1e9f;  // batch 0: 2 keys padded
+  const Tensor mask = Tensor::from_vector(mv, {2, 9});
+  expect_grad([mask](const V& v) { return attention_weights(v[0], mask, 0.7f, 0.3f, true); }, {x});
+  expect_grad([mask](const V& v) { return attention_weights(v[0], mask, 0.7f, 0.f, true); }, {x});
+  // the values and draws of the two ops it replaces, and the generator left where they leave it
+  for (const bool training : {true, false}) {
+    CAPTURE(training);
+    manual_seed(5);
+    const auto fused = attention_weights(x, mask, 0.7f, 0.3f, training).to_vector();
+    const auto next_fused = rand_uniform({4}).to_vector();
+    manual_seed(5);
+    const auto apart = dropout(softmax(x, mask, 0.7f), 0.3f, training).to_vector();
+    CHECK(rand_uniform({4}).to_vector() == next_fused);
+    CHECK(fused == apart);
+    if (training) CHECK(std::count(fused.begin(), fused.end(), 0.f) > 2 * 3 * 4 * 2);  // dropout zeros past the mask
+  }
+  CHECK_THROWS_WITH_AS(attention_weights(x, mask, 1.f, 1.f, true), doctest::Contains("attention_weights"), hr::Error);
 }
 
 TEST_CASE("layer_norm") {

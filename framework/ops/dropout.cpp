@@ -7,11 +7,7 @@ namespace hr {
 
 using detail::be;
 
-namespace {
-
-// The first counter of x's draw: x.numel() fresh ones, or, for this process's rows of a data-parallel global batch,
-// its rows' part of the counters of the whole batch (row r of the global batch starts at r * numel/count).
-uint64_t counters_for_rows(Generator& gen, const Tensor& x, const char* op) {
+uint64_t detail::dropout_counters(Generator& gen, const Tensor& x, const char* op) {
   const BatchRows& r = batch_rows();
   if (r.global == 0) return gen.take(x.numel());
   HR_CHECK(r.count > 0 && x.numel() % r.count == 0,
@@ -21,14 +17,12 @@ uint64_t counters_for_rows(Generator& gen, const Tensor& x, const char* op) {
   return gen.take(per_row * r.global) + static_cast<uint64_t>(r.first * per_row);
 }
 
-}  // namespace
-
 Tensor dropout(const Tensor& x, float p, bool training) {
   HR_CHECK(p >= 0.f && p < 1.f, "dropout: p must be in [0, 1), got " + std::to_string(p));
   if (!training || p == 0.f) return x;
   detail::check_f32(x, "dropout");
   Generator& gen = global_generator();
-  const uint64_t seed = gen.seed, offset = counters_for_rows(gen, x, "dropout");
+  const uint64_t seed = gen.seed, offset = detail::dropout_counters(gen, x, "dropout");
   Tensor y = Tensor::empty(x.shape(), x.device());
   be(x).dropout(x.data(), y.data(), x.numel(), p, seed, offset);
   if (needs_grad({&x})) {

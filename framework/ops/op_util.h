@@ -4,6 +4,7 @@
 #include "framework/autograd.h"
 #include "kernels/base/error.h"
 #include "framework/ops.h"
+#include "framework/random.h"
 
 namespace hr::detail {
 
@@ -45,5 +46,10 @@ inline Tensor view_as(const Tensor& t, Shape shape) {
 }
 
 inline void record(const char* op, Tensor& out, BackwardFn fn) { Tape::current().record(op, out, std::move(fn)); }
+
+// The first counter of a dropout over x (ops/dropout.cpp): x.numel() fresh ones from gen, or, for this process's rows
+// of a data-parallel global batch, its rows' part of the counters of the whole batch (row r of the global batch starts
+// at r * numel/count), so that every process count draws the same masks.
+uint64_t dropout_counters(Generator& gen, const Tensor& x, const char* op);
 
 }  // namespace hr::detail

@@ -1,5 +1,7 @@
 // softmax / log_softmax over the last dim, with an optional additive mask shared by groups of rows and a scale
-// folded in (attention: softmax(QK^T / sqrt(d) + mask) in one pass).
+// folded in (attention: softmax(QK^T / sqrt(d) + mask) in one pass), and attention's weights: that softmax, its dropout
+// and the rounding for the product with V in one pass.
+#include "framework/autocast.h"
 #include "framework/ops/op_util.h"
 
 namespace hr {
@@ -37,6 +39,42 @@ Tensor softmax(const Tensor& x, const Tensor& mask, float scale) {
     });
   }
   return y;
+}
+
+Tensor attention_weights(const Tensor& x, const Tensor& mask, float scale, float p, bool training) {
+  detail::check_f32(x, "attention_weights");
+  HR_CHECK(p >= 0.f && p < 1.f, "attention_weights: dropout p must be in [0, 1), got " + std::to_string(p));
+  HR_CHECK(x.ndim() >= 1 && x.dim(-1) > 0, "attention_weights: empty last dimension");
+  const int64_t n = x.dim(-1), rows = x.numel() / n, rpm = rows_per_mask(x, mask, "attention_weights");
+  const float drop = training ? p : 0.f;
+  uint64_t seed = 0, offset = 0;
+  if (drop > 0.f) {
+    Generator& gen = global_generator();
+    seed = gen.seed;
+    offset = detail::dropout_counters(gen, x, "attention_weights");  // the counters dropout() would take
+  }
+  const bool grad = needs_grad({&x}), low = autocast::bf16();
+  Tensor out = Tensor::empty(x.shape(), x.device(), low ? DType::BF16 : DType::F32);
+  // the probabilities softmax's backward rule reads; without dropout or rounding they are the output itself
+  const bool same = !low && drop == 0.f;
+  Tensor probs = same ? out.detach() : grad ? Tensor::empty(x.shape(), x.device()) : Tensor();
+  void* o = same ? nullptr : low ? static_cast<void*>(out.bf16()) : static_cast<void*>(out.data());
+  be(x).softmax_dropout(x.data(), mask.defined() ? mask.data() : nullptr, probs.defined() ? probs.data() : nullptr,
+                        o, low, rows, n, scale, rpm, drop, seed, offset);
+  if (grad) {
+    // the dropped weights (kept by head_context's rule anyway) hold the mask; without dropout nothing more is read
+    Tensor kept = drop > 0.f ? out.detach() : Tensor();
+    detail::record("attention_weights", out, [x = x.grad_ref(), probs, kept, low, rows, n, scale,
+                                              drop](const Tensor& g) {
+      Tensor gx = Tensor::empty(x.shape(), x.device());
+      const void* mask = !kept.defined() ? nullptr
+                         : low           ? static_cast<const void*>(kept.bf16())
+                                         : static_cast<const void*>(kept.data());
+      be(x).softmax_dropout_backward(probs.data(), mask, low, g.data(), gx.data(), rows, n, scale, drop, false);
+      accumulate_grad(x, gx);
+    });
+  }
+  return out;
 }
 
 Tensor log_softmax(const Tensor& x, const Tensor& mask) {

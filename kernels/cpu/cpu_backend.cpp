@@ -12,6 +12,7 @@
 #include "kernels/cpu/cpu_parallel.h"
 #include "kernels/cpu/cpu_sum_to.h"
 #include "kernels/cpu/cpu_gelu.h"
+#include "kernels/cpu/cpu_softmax.h"
 #include "kernels/cpu/onednn_eltwise.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/cpu/strided_runs.h"
@@ -288,33 +289,35 @@ class CpuBackend final : public Backend {
   // ---- softmax
   void softmax(const float* x, const float* mask, float* y, int64_t rows, int64_t n, float scale,
                int64_t rows_per_mask) override {
-    HR_CHECK(!mask || rows_per_mask > 0, "softmax: rows_per_mask must be positive with a mask");
-    if (rows * n >= kOneDnnEltwiseMin) {
-      // scale and mask in one vectorised pass, then oneDNN's softmax in place
-      parallel_for(rows, 2 * n, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          const float* xr = x + r * n;
-          const float* mr = mask ? mask + r / rows_per_mask * n : nullptr;
-          float* yr = y + r * n;
-          if (mr) {
-            for (int64_t j = 0; j < n; ++j) yr[j] = scale * xr[j] + mr[j];
-          } else {
-            for (int64_t j = 0; j < n; ++j) yr[j] = scale * xr[j];
-          }
-        }
-      });
-      return eltwise_.softmax_inplace(y, rows, n);
-    }
-    parallel_for(rows, 8 * n, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r)
-        math::softmax_row(kRow, x + r * n, mask ? mask + r / rows_per_mask * n : nullptr, y + r * n, n, scale);
-    });
+    softmax_dropout(x, mask, y, nullptr, false, rows, n, scale, rows_per_mask, 0.f, 0, 0);
   }
   void softmax_backward(const float* y, const float* gy, float* gx, int64_t rows, int64_t n, float scale,
                         bool accumulate) override {
     parallel_for(rows, 2 * n, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r)
         math::softmax_backward_row(kRow, y + r * n, gy + r * n, gx + r * n, n, scale, accumulate);
+    });
+  }
+  void softmax_dropout(const float* x, const float* mask, float* y, void* out, bool out_bf16, int64_t rows, int64_t n,
+                       float scale, int64_t rows_per_mask, float p_drop, uint64_t seed, uint64_t offset) override {
+    HR_CHECK(!mask || rows_per_mask > 0, "softmax_dropout: rows_per_mask must be positive with a mask");
+    HR_CHECK(p_drop >= 0.f && p_drop < 1.f, "softmax_dropout: probability " + std::to_string(p_drop) +
+                                                " outside [0, 1)");
+    const math::DropoutFactors drop(p_drop, seed, offset);
+    float* out_f32 = out_bf16 ? nullptr : static_cast<float*>(out);
+    uint16_t* out_b = out_bf16 ? static_cast<uint16_t*>(out) : nullptr;
+    parallel_for(rows, 8 * n, [&](int64_t r0, int64_t r1) {
+      std::vector<float> scratch(y && !drop.threshold ? 0 : static_cast<size_t>(2 * n));
+      cpu::softmax_dropout_rows(x, mask, y, out_f32, out_b, r0, r1, n, scale, rows_per_mask, drop, scratch.data());
+    });
+  }
+  void softmax_dropout_backward(const float* y, const void* out, bool out_bf16, const float* gout, float* gx,
+                                int64_t rows, int64_t n, float scale, float p_drop, bool accumulate) override {
+    const float keep = 1.f / (1.f - p_drop);
+    parallel_for(rows, 2 * n, [&](int64_t r0, int64_t r1) {
+      std::vector<float> scratch(static_cast<size_t>(n));
+      cpu::softmax_dropout_backward_rows(y, out, out_bf16, gout, gx, r0, r1, n, scale, keep, accumulate,
+                                         scratch.data());
     });
   }
   void log_softmax(const float* x, const float* mask, float* y, int64_t rows, int64_t n,

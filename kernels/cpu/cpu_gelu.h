@@ -1,33 +1,16 @@
 // GELU (erf form) and its derivative for the CPU backend, in arithmetic the compiler vectorises: erf by Abramowitz &
-// Stegun 7.1.26 (|error| <= 1.5e-7, the approximation oneDNN's gelu_erf uses as well) and exp by range reduction and a
-// degree-7 Taylor polynomial. The derivative's exp(-x^2/2) is the exp that erf needs, so the backward pass costs one
-// exp and one division an element, as the forward does; oneDNN 2.6's eltwise backward cost twice its forward here
+// Stegun 7.1.26 (|error| <= 1.5e-7, the approximation oneDNN's gelu_erf uses as well) and cpu_exp.h's exp. The
+// derivative's exp(-x^2/2) is the exp that erf needs, so the backward pass costs one exp and one division an element,
+// as the forward does; oneDNN 2.6's eltwise backward cost twice its forward here
 // (`headroom bench --kernels`, docs/profile.md). The GPU computes the same function with erff (kernels/math/unary.h).
 #pragma once
 
-#include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 
-namespace hr::cpu {
+#include "kernels/cpu/cpu_exp.h"
 
-// exp(y) for y <= 0, with y clamped at -87 (where exp is ~1.6e-38, the smallest normal float): 2^n p(r), r in
-// [-ln2/2, ln2/2]; relative error ~2e-7.
-inline float exp_nonpositive(float y) {
-  y = std::max(y, -87.f);
-  const float n = (y * 1.44269504f + 12582912.f) - 12582912.f;  // round to nearest: 1.5 * 2^23 pushes out the fraction
-  const float r = (y - n * 0.693145752f) - n * 1.42860677e-6f;  // ln 2 in two parts (Cody and Waite)
-  float p = 1.f / 5040.f;
-  p = p * r + 1.f / 720.f;
-  p = p * r + 1.f / 120.f;
-  p = p * r + 1.f / 24.f;
-  p = p * r + 1.f / 6.f;
-  p = p * r + 0.5f;
-  p = p * r + 1.f;
-  p = p * r + 1.f;
-  return p * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
-}
+namespace hr::cpu {
 
 // 1 + erf(x / sqrt 2) = 2 Phi(x), and the normal density phi(x).
 struct NormalCdf {

@@ -34,7 +34,7 @@ bool OneDnnEltwise::supports(Unary op) {
 
 OneDnnEltwise::Fwd& OneDnnEltwise::eltwise(Unary op, int64_t n) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const Key key{static_cast<int>(op), 1, n};
+  const Key key{static_cast<int>(op), n};
   auto it = eltwise_.find(key);
   if (it != eltwise_.end()) return it->second;
   const dnnl::memory::desc md({n}, dt::f32, tag::a);
@@ -58,24 +58,6 @@ void OneDnnEltwise::backward(Unary op, const float* y, const float* gy, float* g
   f.bwd.execute(stream_, {{DNNL_ARG_DST, mem(md, engine_, y)},
                           {DNNL_ARG_DIFF_DST, mem(md, engine_, gy)},
                           {DNNL_ARG_DIFF_SRC, mem(md, engine_, gx)}});
-  stream_.wait();
-}
-
-void OneDnnEltwise::softmax_inplace(float* y, int64_t rows, int64_t n) {
-  dnnl::softmax_forward* prim;
-  const dnnl::memory::desc md({rows, n}, dt::f32, tag::ab);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const Key key{-1, rows, n};
-    auto it = softmax_.find(key);
-    if (it == softmax_.end()) {
-      dnnl::softmax_forward::primitive_desc pd(
-          dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, md, 1), engine_);
-      it = softmax_.emplace(key, dnnl::softmax_forward(pd)).first;
-    }
-    prim = &it->second;
-  }
-  prim->execute(stream_, {{DNNL_ARG_SRC, mem(md, engine_, y)}, {DNNL_ARG_DST, mem(md, engine_, y)}});
   stream_.wait();
 }
 

@@ -165,6 +165,14 @@ class CudaBackend final : public Backend {
                         bool accumulate) override {
     cuda::softmax_backward(y, gy, gx, rows, n, scale, accumulate, stream_);
   }
+  void softmax_dropout(const float* x, const float* mask, float* y, void* out, bool out_bf16, int64_t rows, int64_t n,
+                       float scale, int64_t rows_per_mask, float p_drop, uint64_t seed, uint64_t offset) override {
+    cuda::softmax_dropout(x, mask, y, out, out_bf16, rows, n, scale, rows_per_mask, p_drop, seed, offset, stream_);
+  }
+  void softmax_dropout_backward(const float* y, const void* out, bool out_bf16, const float* gout, float* gx,
+                                int64_t rows, int64_t n, float scale, float p_drop, bool accumulate) override {
+    cuda::softmax_dropout_backward(y, out, out_bf16, gout, gx, rows, n, scale, p_drop, accumulate, stream_);
+  }
   void log_softmax(const float* x, const float* mask, float* y, int64_t rows, int64_t n,
                    int64_t rows_per_mask) override {
     cuda::log_softmax(x, mask, y, rows, n, rows_per_mask, stream_);

@@ -24,13 +24,8 @@ __global__ void uniform_kernel(float* x, int64_t n, uint64_t seed, uint64_t offs
 }
 
 // the CPU backend's loop, element by element
-__global__ void dropout_kernel(const float* x, float* y, int64_t n, uint32_t threshold, float keep, uint64_t seed,
-                               uint64_t offset) {
-  HR_GRID_STRIDE(i, n) {
-    const uint64_t c = offset + static_cast<uint64_t>(i);
-    const uint32_t bits = math::dropout_bits(math::dropout_key(seed, c >> 32), static_cast<uint32_t>(c));
-    y[i] = x[i] * (bits >= threshold ? keep : 0.f);
-  }
+__global__ void dropout_kernel(const float* x, float* y, int64_t n, math::DropoutFactors drop) {
+  HR_GRID_STRIDE(i, n) { y[i] = x[i] * drop(static_cast<uint64_t>(i)); }
 }
 
 // C viewed as (batch * M, N) rows; row r lives at (r / M) * strideC + (r % M) * ldc
@@ -106,8 +101,7 @@ void uniform(float* x, int64_t n, uint64_t seed, uint64_t offset, cudaStream_t s
 
 void dropout(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t offset, cudaStream_t stream) {
   if (n <= 0) return;
-  dropout_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, n, math::dropout_threshold(p), 1.f / (1.f - p), seed,
-                                                       offset);
+  dropout_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, n, math::DropoutFactors(p, seed, offset));
   HR_CUDA_CHECK_LAUNCH();
 }
 

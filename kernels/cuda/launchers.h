@@ -42,6 +42,12 @@ void softmax(const float* x, const float* mask, float* y, int64_t rows, int64_t 
              cudaStream_t stream);
 void softmax_backward(const float* y, const float* gy, float* gx, int64_t rows, int64_t n, float scale,
                       bool accumulate, cudaStream_t stream);
+void softmax_dropout(const float* x, const float* mask, float* y, void* out, bool out_bf16, int64_t rows, int64_t n,
+                     float scale, int64_t rows_per_mask, float p_drop, uint64_t seed, uint64_t offset,
+                     cudaStream_t stream);
+void softmax_dropout_backward(const float* y, const void* out, bool out_bf16, const float* gout, float* gx,
+                              int64_t rows, int64_t n, float scale, float p_drop, bool accumulate,
+                              cudaStream_t stream);
 void log_softmax(const float* x, const float* mask, float* y, int64_t rows, int64_t n, int64_t rows_per_mask,
                  cudaStream_t stream);
 void log_softmax_backward(const float* y, const float* gy, float* gx, int64_t rows, int64_t n, bool accumulate,

@@ -29,6 +29,32 @@ __global__ void softmax_backward_kernel(const float* y, const float* gy, float* 
 }
 
 template <class Lanes>
+__global__ void softmax_dropout_kernel(const float* x, const float* mask, float* y, float* out, uint16_t* out_bf16,
+                                       int64_t rows, int64_t n, float scale, int64_t rows_per_mask,
+                                       math::DropoutFactors drop) {
+  __shared__ float smem[32];
+  const Lanes g(smem);
+  HR_LANE_ROWS(g, r, rows) {
+    math::softmax_dropout_row(g, x + r * n, mask ? mask + r / rows_per_mask * n : nullptr, y ? y + r * n : nullptr,
+                              out ? out + r * n : nullptr, out_bf16 ? out_bf16 + r * n : nullptr, n, scale, drop,
+                              static_cast<uint64_t>(r * n));
+  }
+}
+
+template <class Lanes>
+__global__ void softmax_dropout_backward_kernel(const float* y, const float* out, const uint16_t* out_bf16,
+                                                const float* gout, float* gx, int64_t rows, int64_t n, float scale,
+                                                float keep, bool accumulate) {
+  __shared__ float smem[32];
+  const Lanes g(smem);
+  HR_LANE_ROWS(g, r, rows) {
+    math::softmax_dropout_backward_row(g, y + r * n, out ? out + r * n : nullptr,
+                                       out_bf16 ? out_bf16 + r * n : nullptr, gout + r * n, gx + r * n, n, scale,
+                                       keep, accumulate);
+  }
+}
+
+template <class Lanes>
 __global__ void log_softmax_kernel(const float* x, const float* mask, float* y, int64_t rows, int64_t n,
                                    int64_t rows_per_mask) {
   __shared__ float smem[32];
@@ -141,6 +167,39 @@ void softmax_backward(const float* y, const float* gy, float* gx, int64_t rows, 
   launch_rows(rows, n, [&](auto lanes, unsigned blocks, unsigned threads) {
     using Lanes = typename decltype(lanes)::type;
     softmax_backward_kernel<Lanes><<<blocks, threads, 0, stream>>>(y, gy, gx, rows, n, scale, accumulate);
+  });
+  HR_CUDA_CHECK_LAUNCH();
+}
+
+void softmax_dropout(const float* x, const float* mask, float* y, void* out, bool out_bf16, int64_t rows, int64_t n,
+                     float scale, int64_t rows_per_mask, float p_drop, uint64_t seed, uint64_t offset,
+                     cudaStream_t stream) {
+  if (rows <= 0 || n <= 0) return;
+  HR_CHECK(!mask || rows_per_mask > 0, "softmax_dropout: rows_per_mask must be positive with a mask");
+  HR_CHECK(p_drop >= 0.f && p_drop < 1.f, "softmax_dropout: probability " + std::to_string(p_drop) +
+                                              " outside [0, 1)");
+  const math::DropoutFactors drop(p_drop, seed, offset);
+  float* out_f32 = out_bf16 ? nullptr : static_cast<float*>(out);
+  uint16_t* out_b = out_bf16 ? static_cast<uint16_t*>(out) : nullptr;
+  launch_rows(rows, n, [&](auto lanes, unsigned blocks, unsigned threads) {
+    using Lanes = typename decltype(lanes)::type;
+    softmax_dropout_kernel<Lanes><<<blocks, threads, 0, stream>>>(x, mask, y, out_f32, out_b, rows, n, scale,
+                                                                  rows_per_mask, drop);
+  });
+  HR_CUDA_CHECK_LAUNCH();
+}
+
+void softmax_dropout_backward(const float* y, const void* out, bool out_bf16, const float* gout, float* gx,
+                              int64_t rows, int64_t n, float scale, float p_drop, bool accumulate,
+                              cudaStream_t stream) {
+  if (rows <= 0 || n <= 0) return;
+  const float* out_f32 = out_bf16 ? nullptr : static_cast<const float*>(out);
+  const uint16_t* out_b = out_bf16 ? static_cast<const uint16_t*>(out) : nullptr;
+  const float keep = 1.f / (1.f - p_drop);
+  launch_rows(rows, n, [&](auto lanes, unsigned blocks, unsigned threads) {
+    using Lanes = typename decltype(lanes)::type;
+    softmax_dropout_backward_kernel<Lanes><<<blocks, threads, 0, stream>>>(y, out_f32, out_b, gout, gx, rows, n,
+                                                                           scale, keep, accumulate);
   });
   HR_CUDA_CHECK_LAUNCH();
 }

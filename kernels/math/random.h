@@ -44,4 +44,18 @@ HR_HD uint32_t dropout_bits(uint32_t key, uint32_t counter_low) {
   return fmix32(fmix32(counter_low ^ key) + key) >> 8;  // 24 bits
 }
 
+// The inverted-dropout factors of one stream: element i (counter offset + i) is scaled by keep = 1/(1-p) or by 0.
+struct DropoutFactors {
+  uint64_t seed = 0, offset = 0;
+  uint32_t threshold = 0;  // dropout_threshold(p); 0 keeps every element
+  float keep = 1.f;
+  HR_HD DropoutFactors(float p, uint64_t seed_, uint64_t offset_)
+      : seed(seed_), offset(offset_), threshold(dropout_threshold(p)), keep(1.f / (1.f - p)) {}
+  HR_HD float operator()(uint64_t i) const {  // one element (a key each: for kernels that draw them one at a time)
+    if (threshold == 0) return 1.f;
+    const uint64_t c = offset + i;
+    return dropout_bits(dropout_key(seed, c >> 32), static_cast<uint32_t>(c)) >= threshold ? keep : 0.f;
+  }
+};
+
 }  // namespace hr::math

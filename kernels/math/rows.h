@@ -6,7 +6,9 @@
 // writes only its own elements and reads another lane's only after a sum or max, which orders the two.
 #pragma once
 
+#include "kernels/math/bf16.h"
 #include "kernels/math/hd.h"
+#include "kernels/math/random.h"
 
 namespace hr::math {
 
@@ -47,6 +49,48 @@ HR_HD void softmax_backward_row(const Lanes& g, const float* y, const float* gy,
   dot = g.sum(dot);
   for (int64_t j = g.first; j < n; j += g.stride) {
     const float v = scale * y[j] * (gy[j] - dot);
+    gx[j] = accumulate ? gx[j] + v : v;
+  }
+}
+
+// p = softmax(scale * x + mask) (mask may be null), written to y unless it is null, and p * drop(i0 + j) to out (f32)
+// or out_bf16 unless null: attention's weights and their dropout in one pass. The exps are computed twice rather than
+// stored, so the row needs no scratch (y may be null when nothing is recorded).
+template <class Lanes>
+HR_HD void softmax_dropout_row(const Lanes& g, const float* x, const float* mask, float* y, float* out,
+                               uint16_t* out_bf16, int64_t n, float scale, const DropoutFactors& drop, uint64_t i0) {
+  float mx = -INFINITY;
+  for (int64_t j = g.first; j < n; j += g.stride) mx = fmaxf(mx, scale * x[j] + (mask ? mask[j] : 0.f));
+  mx = g.max(mx);
+  float sum = 0.f;
+  for (int64_t j = g.first; j < n; j += g.stride) sum += expf(scale * x[j] + (mask ? mask[j] : 0.f) - mx);
+  const float inv = 1.f / g.sum(sum);
+  for (int64_t j = g.first; j < n; j += g.stride) {
+    const float p = expf(scale * x[j] + (mask ? mask[j] : 0.f) - mx) * inv;
+    if (y) y[j] = p;
+    const float o = p * drop(i0 + static_cast<uint64_t>(j));
+    if (out) out[j] = o;
+    if (out_bf16) out_bf16[j] = to_bf16(o);
+  }
+}
+
+// The gradient of a dropped weight: gout * keep where the forward's output (f32 or bf16 bits) is not 0, else 0.
+HR_HD float dropped_grad(float gout, const float* out, const uint16_t* out_bf16, int64_t j, float keep) {
+  if (out) return out[j] != 0.f ? gout * keep : 0.f;
+  if (out_bf16) return (out_bf16[j] & 0x7FFFu) != 0 ? gout * keep : 0.f;
+  return gout;
+}
+
+// gx (+)= scale * y * (d - <d, y>) with d = dropped_grad(gout): Backend::softmax_dropout_backward's row
+template <class Lanes>
+HR_HD void softmax_dropout_backward_row(const Lanes& g, const float* y, const float* out, const uint16_t* out_bf16,
+                                        const float* gout, float* gx, int64_t n, float scale, float keep,
+                                        bool accumulate) {
+  float dot = 0.f;
+  for (int64_t j = g.first; j < n; j += g.stride) dot += dropped_grad(gout[j], out, out_bf16, j, keep) * y[j];
+  dot = g.sum(dot);
+  for (int64_t j = g.first; j < n; j += g.stride) {
+    const float v = scale * y[j] * (dropped_grad(gout[j], out, out_bf16, j, keep) - dot);
     gx[j] = accumulate ? gx[j] + v : v;
   }
 }

@@ -63,7 +63,15 @@ std::vector<KernelTiming> time_kernels(Device d, int64_t rows, int64_t d_model, 
     be.layer_norm(x.data(), gamma.data(), beta.data(), z.data(), mean.data(), rstd.data(), rows, d_model, 1e-5f);
   });
   time("softmax (B*H*T, T)", probs, 8, [&] { be.softmax(x.data(), nullptr, z.data(), heads_rows, T, s, 1); });
+  time("softmax backward (B*H*T, T)", probs, 12,
+       [&] { be.softmax_backward(x.data(), y.data(), z.data(), heads_rows, T, s, false); });
   time("dropout (B*H*T, T)", probs, 8, [&] { be.dropout(x.data(), z.data(), probs, 0.1f, 1, 0); });
+  time("softmax + dropout -> bf16 (B*H*T, T)", probs, 10, [&] {  // attention_weights: probabilities and bf16 output
+    be.softmax_dropout(x.data(), nullptr, z.data(), half.bf16(), true, heads_rows, T, s, 1, 0.1f, 1, 0);
+  });
+  time("softmax + dropout backward (B*H*T, T)", probs, 14, [&] {
+    be.softmax_dropout_backward(x.data(), half.bf16(), true, y.data(), z.data(), heads_rows, T, s, 0.1f, false);
+  });
   time("sum_squares (parameters)", parameters, 4, [&] { be.sum_squares(y.data(), parameters); });
   const AdamWSlot slot{z.data(), y.data(), m.data(), v.data(), parameters, 0.01f};
   time("adamw (parameters)", parameters, 28, [&] { be.adamw(&slot, 1, AdamWHyper{}); });
