@@ -428,6 +428,37 @@ TEST_CASE("cuda softmax with mask and scale, its backward, log_softmax and its b
   }
 }
 
+TEST_CASE("cuda softmax_dropout: attention's weights, the CPU's draws, bf16 output, and the backward pass") {
+  const int64_t rows = 96, n = 77, rpm = 24;
+  const size_t size = static_cast<size_t>(rows * n);
+  Vec mask_host(static_cast<size_t>(rows / rpm * n), 0.f);
+  for (size_t i = 0; i < mask_host.size(); i += 6) mask_host[i] = -1e9f;
+  BothF x(random_vec(size, 71, -5.f, 5.f)), mask(mask_host), y(Vec(size, 0.f)), out(Vec(size, 0.f));
+  BothF gout(random_vec(size, 72)), gx(Vec(size, 0.f));
+  Both<uint16_t> out16(std::vector<uint16_t>(size, 0));
+  const uint64_t offset = (uint64_t{1} << 32) - 2000;  // rows cross a high-word boundary of the counter
+  const float scale = 0.3f, p = 0.2f;
+  for (Backend* b : {&cpu(), &gpu()}) {
+    const bool on_gpu = b == &gpu();
+    b->softmax_dropout((on_gpu ? x.g : x.c).get(), (on_gpu ? mask.g : mask.c).get(), (on_gpu ? y.g : y.c).get(),
+                       (on_gpu ? out.g : out.c).get(), false, rows, n, scale, rpm, p, 5, offset);
+    b->softmax_dropout((on_gpu ? x.g : x.c).get(), (on_gpu ? mask.g : mask.c).get(), nullptr,
+                       (on_gpu ? out16.g : out16.c).get(), true, rows, n, scale, rpm, p, 5, offset);
+    b->softmax_dropout_backward((on_gpu ? y.g : y.c).get(), (on_gpu ? out.g : out.c).get(), false,
+                                (on_gpu ? gout.g : gout.c).get(), (on_gpu ? gx.g : gx.c).get(), rows, n, scale, p,
+                                false);
+  }
+  check_close(y, "softmax_dropout probabilities");
+  check_close(out, "softmax_dropout dropped weights");
+  const Vec oc = out.c.host(), og = out.g.host();
+  for (size_t i = 0; i < size; ++i) REQUIRE((oc[i] == 0.f) == (og[i] == 0.f));  // the same draws
+  const std::vector<uint16_t> bc = out16.c.host(), bg = out16.g.host();
+  size_t apart = 0;
+  for (size_t i = 0; i < size; ++i) apart += bc[i] != bg[i] && std::abs(int(bc[i]) - int(bg[i])) > 1;
+  CHECK(apart == 0);  // bf16 copies within one ulp (the probabilities differ in their last f32 bits)
+  check_close(gx, "softmax_dropout_backward");
+}
+
 TEST_CASE("cuda layer_norm forward and backward") {
   struct Shape {
     int64_t rows, n;
