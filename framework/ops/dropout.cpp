@@ -7,22 +7,24 @@ namespace hr {
 
 using detail::be;
 
-uint64_t detail::dropout_counters(Generator& gen, const Tensor& x, const char* op) {
+detail::DropoutDraw detail::dropout_draw(const Tensor& x, float p, bool training, const char* op) {
+  HR_CHECK(p >= 0.f && p < 1.f, std::string(op) + ": p must be in [0, 1), got " + std::to_string(p));
+  if (!training || p == 0.f) return {};
+  Generator& gen = global_generator();
   const BatchRows& r = batch_rows();
-  if (r.global == 0) return gen.take(x.numel());
+  if (r.global == 0) return {p, gen.seed, gen.take(x.numel())};
   HR_CHECK(r.count > 0 && x.numel() % r.count == 0,
            std::string(op) + ": a tensor of shape " + shape_str(x.shape()) + " is not batch-major over the " +
                std::to_string(r.count) + " rows this process holds");
   const int64_t per_row = x.numel() / r.count;
-  return gen.take(per_row * r.global) + static_cast<uint64_t>(r.first * per_row);
+  return {p, gen.seed, gen.take(per_row * r.global) + static_cast<uint64_t>(r.first * per_row)};
 }
 
 Tensor dropout(const Tensor& x, float p, bool training) {
-  HR_CHECK(p >= 0.f && p < 1.f, "dropout: p must be in [0, 1), got " + std::to_string(p));
-  if (!training || p == 0.f) return x;
+  const detail::DropoutDraw d = detail::dropout_draw(x, p, training, "dropout");
+  if (d.p == 0.f) return x;
   detail::check_f32(x, "dropout");
-  Generator& gen = global_generator();
-  const uint64_t seed = gen.seed, offset = detail::dropout_counters(gen, x, "dropout");
+  const uint64_t seed = d.seed, offset = d.offset;
   Tensor y = Tensor::empty(x.shape(), x.device());
   be(x).dropout(x.data(), y.data(), x.numel(), p, seed, offset);
   if (needs_grad({&x})) {

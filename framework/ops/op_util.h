@@ -47,9 +47,14 @@ inline Tensor view_as(const Tensor& t, Shape shape) {
 
 inline void record(const char* op, Tensor& out, BackwardFn fn) { Tape::current().record(op, out, std::move(fn)); }
 
-// The first counter of a dropout over x (ops/dropout.cpp): x.numel() fresh ones from gen, or, for this process's rows
-// of a data-parallel global batch, its rows' part of the counters of the whole batch (row r of the global batch starts
-// at r * numel/count), so that every process count draws the same masks.
-uint64_t dropout_counters(Generator& gen, const Tensor& x, const char* op);
+// A dropout over x as ops draw it (ops/dropout.cpp): p (0 outside training), the generator's seed and the first of
+// x.numel() fresh counters, or, for this process's rows of a data-parallel global batch, its rows' part of the
+// counters of the whole batch (row r of the global batch starts at r * numel/count), so that every process count draws
+// the same masks. Checks p, naming `op`.
+struct DropoutDraw {
+  float p = 0.f;
+  uint64_t seed = 0, offset = 0;
+};
+DropoutDraw dropout_draw(const Tensor& x, float p, bool training, const char* op);
 
 }  // namespace hr::detail

@@ -43,16 +43,11 @@ Tensor softmax(const Tensor& x, const Tensor& mask, float scale) {
 
 Tensor attention_weights(const Tensor& x, const Tensor& mask, float scale, float p, bool training) {
   detail::check_f32(x, "attention_weights");
-  HR_CHECK(p >= 0.f && p < 1.f, "attention_weights: dropout p must be in [0, 1), got " + std::to_string(p));
   HR_CHECK(x.ndim() >= 1 && x.dim(-1) > 0, "attention_weights: empty last dimension");
   const int64_t n = x.dim(-1), rows = x.numel() / n, rpm = rows_per_mask(x, mask, "attention_weights");
-  const float drop = training ? p : 0.f;
-  uint64_t seed = 0, offset = 0;
-  if (drop > 0.f) {
-    Generator& gen = global_generator();
-    seed = gen.seed;
-    offset = detail::dropout_counters(gen, x, "attention_weights");  // the counters dropout() would take
-  }
+  const detail::DropoutDraw d = detail::dropout_draw(x, p, training, "attention_weights");  // dropout()'s draws
+  const float drop = d.p;
+  const uint64_t seed = d.seed, offset = d.offset;
   const bool grad = needs_grad({&x}), low = autocast::bf16();
   Tensor out = Tensor::empty(x.shape(), x.device(), low ? DType::BF16 : DType::F32);
   // the probabilities softmax's backward rule reads; without dropout or rounding they are the output itself

@@ -137,7 +137,7 @@ class CpuBackend final : public Backend {
     });
   }
   void dropout(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t offset) override {
-    HR_CHECK(p >= 0.f && p < 1.f, "dropout: probability " + std::to_string(p) + " outside [0, 1)");
+    check_dropout(p, "dropout");
     const uint32_t threshold = math::dropout_threshold(p);
     const float keep = 1.f / (1.f - p);
     parallel_for(n, 2, [&](int64_t b, int64_t e) {
@@ -300,15 +300,13 @@ class CpuBackend final : public Backend {
   }
   void softmax_dropout(const float* x, const float* mask, float* y, void* out, bool out_bf16, int64_t rows, int64_t n,
                        float scale, int64_t rows_per_mask, float p_drop, uint64_t seed, uint64_t offset) override {
-    HR_CHECK(!mask || rows_per_mask > 0, "softmax_dropout: rows_per_mask must be positive with a mask");
-    HR_CHECK(p_drop >= 0.f && p_drop < 1.f, "softmax_dropout: probability " + std::to_string(p_drop) +
-                                                " outside [0, 1)");
+    check_softmax_dropout(mask, rows_per_mask, p_drop);
     const math::DropoutFactors drop(p_drop, seed, offset);
-    float* out_f32 = out_bf16 ? nullptr : static_cast<float*>(out);
-    uint16_t* out_b = out_bf16 ? static_cast<uint16_t*>(out) : nullptr;
     parallel_for(rows, 8 * n, [&](int64_t r0, int64_t r1) {
       std::vector<float> scratch(y && !drop.threshold ? 0 : static_cast<size_t>(2 * n));
-      cpu::softmax_dropout_rows(x, mask, y, out_f32, out_b, r0, r1, n, scale, rows_per_mask, drop, scratch.data());
+      cpu::softmax_dropout_rows(x, mask, y, out_bf16 ? nullptr : static_cast<float*>(out),
+                                out_bf16 ? static_cast<uint16_t*>(out) : nullptr, r0, r1, n, scale, rows_per_mask, drop,
+                                scratch.data());
     });
   }
   void softmax_dropout_backward(const float* y, const void* out, bool out_bf16, const float* gout, float* gx,

@@ -67,7 +67,7 @@ class CudaBackend final : public Backend {
     cuda::uniform(x, n, seed, offset, stream_);
   }
   void dropout(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t offset) override {
-    HR_CHECK(p >= 0.f && p < 1.f, "dropout: probability " + std::to_string(p) + " outside [0, 1)");
+    check_dropout(p, "dropout");
     cuda::dropout(x, y, n, p, seed, offset, stream_);
   }
 

@@ -1,6 +1,7 @@
 // Row operations (softmax, log-softmax, layer norm, cross-entropy): the shared per-row routines of kernels/math/rows.h,
 // run by a warp or a block of threads per row (kernels/cuda/lanes.cuh). Only the order in which a row's sums are added
 // differs from the CPU backend, which the parity tests (tests/test_cuda_backend.cpp) bound at 1e-4 relative.
+#include "kernels/backend_checks.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/lanes.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -175,9 +176,7 @@ void softmax_dropout(const float* x, const float* mask, float* y, void* out, boo
                      float scale, int64_t rows_per_mask, float p_drop, uint64_t seed, uint64_t offset,
                      cudaStream_t stream) {
   if (rows <= 0 || n <= 0) return;
-  HR_CHECK(!mask || rows_per_mask > 0, "softmax_dropout: rows_per_mask must be positive with a mask");
-  HR_CHECK(p_drop >= 0.f && p_drop < 1.f, "softmax_dropout: probability " + std::to_string(p_drop) +
-                                              " outside [0, 1)");
+  check_softmax_dropout(mask, rows_per_mask, p_drop);
   const math::DropoutFactors drop(p_drop, seed, offset);
   float* out_f32 = out_bf16 ? nullptr : static_cast<float*>(out);
   uint16_t* out_b = out_bf16 ? static_cast<uint16_t*>(out) : nullptr;
