@@ -47,7 +47,6 @@ inline void check_label(int32_t label, int64_t row, int64_t C, int32_t ignore_in
                std::to_string(ignore_index));
 }
 
-// Rows of length 0 have no mean or variance to save for the backward pass.
 inline void check_dropout(float p, const char* op) {
   HR_CHECK(p >= 0.f && p < 1.f, std::string(op) + ": probability " + std::to_string(p) + " outside [0, 1)");
 }
@@ -57,6 +56,7 @@ inline void check_softmax_dropout(const float* mask, int64_t rows_per_mask, floa
   check_dropout(p, "softmax_dropout");
 }
 
+// Rows of length 0 have no mean or variance to save for the backward pass.
 inline void check_layer_norm(int64_t rows, int64_t n) {
   HR_CHECK(rows >= 0 && n >= 0, "layer_norm: negative size");
   HR_CHECK(rows == 0 || n > 0, "layer_norm: " + std::to_string(rows) + " rows of length 0");

@@ -62,10 +62,10 @@ Tensor attention_weights(const Tensor& x, const Tensor& mask, float scale, float
     detail::record("attention_weights", out, [x = x.grad_ref(), probs, kept, low, rows, n, scale,
                                               drop](const Tensor& g) {
       Tensor gx = Tensor::empty(x.shape(), x.device());
-      const void* mask = !kept.defined() ? nullptr
-                         : low           ? static_cast<const void*>(kept.bf16())
-                                         : static_cast<const void*>(kept.data());
-      be(x).softmax_dropout_backward(probs.data(), mask, low, g.data(), gx.data(), rows, n, scale, drop, false);
+      const void* dropped = !kept.defined() ? nullptr
+                            : low           ? static_cast<const void*>(kept.bf16())
+                                            : static_cast<const void*>(kept.data());
+      be(x).softmax_dropout_backward(probs.data(), dropped, low, g.data(), gx.data(), rows, n, scale, drop, false);
       accumulate_grad(x, gx);
     });
   }
