@@ -70,13 +70,12 @@ Tensor MultiHeadAttention::forward(const Tensor& x, LayerContext& ctx) const {
   Tensor probs;  // (B, H, T, T)
   const bool mixes_logits = talk_logits || opt_.cross_layer;
   const bool fused = !mixes_logits && !ctx.attention_maps;  // the maps need the weights before dropout
-  if (fused) {
+  if (!mixes_logits) {
     ctx.prev_logits = Tensor();  // a plain layer breaks the chain of residual logits
-    // scale + mask + softmax + dropout in one pass, written as head_context reads it (bf16 under a bf16 scope)
-    probs = attention_weights(head_scores(qx, kx, H), ctx.key_mask, s, opt_.dropout, training());
-  } else if (!mixes_logits) {
-    ctx.prev_logits = Tensor();
-    probs = softmax(head_scores(qx, kx, H), ctx.key_mask, s);
+    const Tensor scores = head_scores(qx, kx, H);
+    // fused: scale + mask + softmax + dropout in one pass, written as head_context reads it (bf16 under a bf16 scope)
+    probs = fused ? attention_weights(scores, ctx.key_mask, s, opt_.dropout, training())
+                  : softmax(scores, ctx.key_mask, s);
   } else {
     Tensor logits = scale(head_scores(qx, kx, H), s);  // (B, H, T, T)
     if (talk_logits) logits = mix_heads(logits, *talk_logits);

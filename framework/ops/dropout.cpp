@@ -24,7 +24,7 @@ Tensor dropout(const Tensor& x, float p, bool training) {
   const detail::DropoutDraw d = detail::dropout_draw(x, p, training, "dropout");
   if (d.p == 0.f) return x;
   detail::check_f32(x, "dropout");
-  const uint64_t seed = d.seed, offset = d.offset;
+  const uint64_t seed = d.seed, offset = d.offset;  // captured by the backward rule
   Tensor y = Tensor::empty(x.shape(), x.device());
   be(x).dropout(x.data(), y.data(), x.numel(), p, seed, offset);
   if (needs_grad({&x})) {

@@ -47,7 +47,6 @@ Tensor attention_weights(const Tensor& x, const Tensor& mask, float scale, float
   const int64_t n = x.dim(-1), rows = x.numel() / n, rpm = rows_per_mask(x, mask, "attention_weights");
   const detail::DropoutDraw d = detail::dropout_draw(x, p, training, "attention_weights");  // dropout()'s draws
   const float drop = d.p;
-  const uint64_t seed = d.seed, offset = d.offset;
   const bool grad = needs_grad({&x}), low = autocast::bf16();
   Tensor out = Tensor::empty(x.shape(), x.device(), low ? DType::BF16 : DType::F32);
   // the probabilities softmax's backward rule reads; without dropout or rounding they are the output itself
@@ -55,7 +54,7 @@ Tensor attention_weights(const Tensor& x, const Tensor& mask, float scale, float
   Tensor probs = same ? out.detach() : grad ? Tensor::empty(x.shape(), x.device()) : Tensor();
   void* o = same ? nullptr : low ? static_cast<void*>(out.bf16()) : static_cast<void*>(out.data());
   be(x).softmax_dropout(x.data(), mask.defined() ? mask.data() : nullptr, probs.defined() ? probs.data() : nullptr,
-                        o, low, rows, n, scale, rpm, drop, seed, offset);
+                        o, low, rows, n, scale, rpm, drop, d.seed, d.offset);
   if (grad) {
     // the dropped weights (kept by head_context's rule anyway) hold the mask; without dropout nothing more is read
     Tensor kept = drop > 0.f ? out.detach() : Tensor();

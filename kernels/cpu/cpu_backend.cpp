@@ -11,6 +11,7 @@
 #include "kernels/cpu/cpu_allocator.h"
 #include "kernels/cpu/cpu_parallel.h"
 #include "kernels/cpu/cpu_sum_to.h"
+#include "kernels/cpu/cpu_dropout.h"
 #include "kernels/cpu/cpu_gelu.h"
 #include "kernels/cpu/cpu_softmax.h"
 #include "kernels/cpu/onednn_eltwise.h"
@@ -138,16 +139,12 @@ class CpuBackend final : public Backend {
   }
   void dropout(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t offset) override {
     check_dropout(p, "dropout");
-    const uint32_t threshold = math::dropout_threshold(p);
-    const float keep = 1.f / (1.f - p);
+    const math::DropoutFactors drop(p, seed, offset);
     parallel_for(n, 2, [&](int64_t b, int64_t e) {
-      // runs of elements whose counters share the high word: one key each
-      for (int64_t i = b; i < e;) {
-        const uint64_t c = offset + static_cast<uint64_t>(i);
-        const int64_t run = std::min<int64_t>(e - i, static_cast<int64_t>((uint64_t{1} << 32) - (c & 0xFFFFFFFFu)));
-        dropout_run(x + i, y + i, run, math::dropout_key(seed, c >> 32), static_cast<uint32_t>(c), threshold, keep);
-        i += run;
-      }
+      cpu::for_each_key_run(drop, static_cast<uint64_t>(b), e - b, [&](int64_t j, int64_t run, uint32_t key,
+                                                                        uint32_t low) {
+        dropout_run(x + b + j, y + b + j, run, key, low, drop.threshold, drop.keep);
+      });
     });
   }
 
@@ -305,8 +302,8 @@ class CpuBackend final : public Backend {
     parallel_for(rows, 8 * n, [&](int64_t r0, int64_t r1) {
       std::vector<float> scratch(y && !drop.threshold ? 0 : static_cast<size_t>(2 * n));
       cpu::softmax_dropout_rows(x, mask, y, out_bf16 ? nullptr : static_cast<float*>(out),
-                                out_bf16 ? static_cast<uint16_t*>(out) : nullptr, r0, r1, n, scale, rows_per_mask, drop,
-                                scratch.data());
+                                out_bf16 ? static_cast<uint16_t*>(out) : nullptr, r0, r1, n, scale, rows_per_mask,
+                                drop, scratch.data());
     });
   }
   void softmax_dropout_backward(const float* y, const void* out, bool out_bf16, const float* gout, float* gx,

@@ -1,6 +1,6 @@
 // Softmax rows with their dropout for the CPU backend (attention's weights), in loops the compiler vectorises: the
-// exps are cpu_exp.h's, the dropout factors the hash of kernels/math/random.h drawn 16 lanes at a time (forward only:
-// the backward pass reads the mask from the forward's output). One row of attention (T keys) sits in L1, so the passes
+// exps are cpu_exp.h's, the dropout factors cpu_dropout.h's (forward only: the backward
+// pass reads the mask from the forward's output). One row of attention (T keys) sits in L1, so the passes
 // over it cost little next to the one read of the scores and the writes.
 #pragma once
 
@@ -8,28 +8,11 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cpu/cpu_dropout.h"
 #include "kernels/cpu/cpu_exp.h"
 #include "kernels/math/bf16.h"
-#include "kernels/math/random.h"
 
 namespace hr::cpu {
-
-// f[j] = the dropout factor of element i0 + j of `drop`'s stream, j in [0, n): one key per run of counters that share
-// their high word (a row crosses at most one such boundary).
-inline void dropout_factors(const math::DropoutFactors& drop, uint64_t i0, int64_t n, float* __restrict f) {
-  for (int64_t j = 0; j < n;) {
-    const uint64_t c = drop.offset + i0 + static_cast<uint64_t>(j);
-    const int64_t run = std::min<int64_t>(n - j, static_cast<int64_t>((uint64_t{1} << 32) - (c & 0xFFFFFFFFu)));
-    const uint32_t key = math::dropout_key(drop.seed, c >> 32), low = static_cast<uint32_t>(c),
-                   threshold = drop.threshold;
-    const float keep = drop.keep;
-    float* __restrict fr = f + j;
-#pragma omp simd
-    for (int64_t k = 0; k < run; ++k)
-      fr[k] = math::dropout_bits(key, low + static_cast<uint32_t>(k)) >= threshold ? keep : 0.f;
-    j += run;
-  }
-}
 
 // p = softmax(scale * x + mask) over one row of n into p; mask may be null. Values more than 87 below the row's
 // maximum get probability 0 (their exp is below the smallest normal float): the key mask's -1e9 gives exact zeros.

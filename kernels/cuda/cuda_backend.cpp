@@ -159,7 +159,7 @@ class CudaBackend final : public Backend {
   // ---- rows
   void softmax(const float* x, const float* mask, float* y, int64_t rows, int64_t n, float scale,
                int64_t rows_per_mask) override {
-    cuda::softmax(x, mask, y, rows, n, scale, rows_per_mask, stream_);
+    cuda::softmax_dropout(x, mask, y, nullptr, false, rows, n, scale, rows_per_mask, 0.f, 0, 0, stream_);
   }
   void softmax_backward(const float* y, const float* gy, float* gx, int64_t rows, int64_t n, float scale,
                         bool accumulate) override {

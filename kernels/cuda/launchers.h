@@ -38,8 +38,6 @@ void sum_partials(const float* partial, int64_t chunks, int64_t K, float* out, b
 double sum_squares(const float* x, int64_t n, CachingAllocator& allocator, cudaStream_t stream);  // synchronizes
 
 // rows.cu
-void softmax(const float* x, const float* mask, float* y, int64_t rows, int64_t n, float scale, int64_t rows_per_mask,
-             cudaStream_t stream);
 void softmax_backward(const float* y, const float* gy, float* gx, int64_t rows, int64_t n, float scale,
                       bool accumulate, cudaStream_t stream);
 void softmax_dropout(const float* x, const float* mask, float* y, void* out, bool out_bf16, int64_t rows, int64_t n,

@@ -12,16 +12,6 @@ namespace hr::cuda {
 namespace {
 
 template <class Lanes>
-__global__ void softmax_kernel(const float* x, const float* mask, float* y, int64_t rows, int64_t n, float scale,
-                               int64_t rows_per_mask) {
-  __shared__ float smem[32];
-  const Lanes g(smem);
-  HR_LANE_ROWS(g, r, rows) {
-    math::softmax_row(g, x + r * n, mask ? mask + r / rows_per_mask * n : nullptr, y + r * n, n, scale);
-  }
-}
-
-template <class Lanes>
 __global__ void softmax_backward_kernel(const float* y, const float* gy, float* gx, int64_t rows, int64_t n,
                                         float scale, bool accumulate) {
   __shared__ float smem[32];
@@ -150,17 +140,6 @@ __global__ void cross_entropy_backward_kernel(const float* logp, const int32_t* 
 }
 
 }  // namespace
-
-void softmax(const float* x, const float* mask, float* y, int64_t rows, int64_t n, float scale, int64_t rows_per_mask,
-             cudaStream_t stream) {
-  if (rows <= 0 || n <= 0) return;
-  HR_CHECK(!mask || rows_per_mask > 0, "softmax: rows_per_mask must be positive with a mask");
-  launch_rows(rows, n, [&](auto lanes, unsigned blocks, unsigned threads) {
-    using Lanes = typename decltype(lanes)::type;
-    softmax_kernel<Lanes><<<blocks, threads, 0, stream>>>(x, mask, y, rows, n, scale, rows_per_mask);
-  });
-  HR_CUDA_CHECK_LAUNCH();
-}
 
 void softmax_backward(const float* y, const float* gy, float* gx, int64_t rows, int64_t n, float scale,
                       bool accumulate, cudaStream_t stream) {

@@ -19,26 +19,6 @@ struct SerialLanes {
   HR_HD static float max(float v) { return v; }
 };
 
-// y = softmax(scale * x + mask); mask may be null
-template <class Lanes>
-HR_HD void softmax_row(const Lanes& g, const float* x, const float* mask, float* y, int64_t n, float scale) {
-  float mx = -INFINITY;
-  for (int64_t j = g.first; j < n; j += g.stride) {
-    const float v = scale * x[j] + (mask ? mask[j] : 0.f);
-    y[j] = v;
-    mx = fmaxf(mx, v);
-  }
-  mx = g.max(mx);
-  float sum = 0.f;
-  for (int64_t j = g.first; j < n; j += g.stride) {
-    const float e = expf(y[j] - mx);
-    y[j] = e;
-    sum += e;
-  }
-  const float inv = 1.f / g.sum(sum);
-  for (int64_t j = g.first; j < n; j += g.stride) y[j] *= inv;
-}
-
 // gx (+)= scale * y * (gy - <gy, y>)
 template <class Lanes>
 HR_HD void softmax_backward_row(const Lanes& g, const float* y, const float* gy, float* gx, int64_t n, float scale,
@@ -54,7 +34,7 @@ HR_HD void softmax_backward_row(const Lanes& g, const float* y, const float* gy,
 }
 
 // p = softmax(scale * x + mask) (mask may be null), written to y unless it is null, and p * drop(i0 + j) to out (f32)
-// or out_bf16 unless null: attention's weights and their dropout in one pass. The exps are computed twice rather than
+// or out_bf16 unless null: softmax (no dropout, no out), and attention's weights and their dropout, in one pass. The exps are computed twice rather than
 // stored, so the row needs no scratch (y may be null when nothing is recorded).
 template <class Lanes>
 HR_HD void softmax_dropout_row(const Lanes& g, const float* x, const float* mask, float* y, float* out,
