@@ -13,7 +13,8 @@ namespace {
 struct ScopeState {
   Precision precision = Precision::F32;
   std::unordered_set<const TensorImpl*> weights;
-  std::unordered_map<const TensorImpl*, Tensor> copies;  // weight -> its bf16 copy
+  WeightCopies own;
+  WeightCopies* copies = &own;
 };
 
 std::unique_ptr<ScopeState> g_scope;  // the open outermost scope; the framework runs ops on one thread
@@ -30,16 +31,22 @@ Tensor convert(const Tensor& x) {
 
 const char* precision_name(Precision p) { return p == Precision::BF16 ? "bf16" : "f32"; }
 
-AutocastScope::AutocastScope(Precision p, const std::vector<Tensor>& weights) {
+AutocastScope::AutocastScope(Precision p, const std::vector<Tensor>& weights, WeightCopies* kept) {
   if (g_scope) return;
   g_scope = std::make_unique<ScopeState>();
   g_scope->precision = p;
   for (const Tensor& w : weights) g_scope->weights.insert(w.impl());
+  if (kept) {
+    if (!kept->current) kept->of.clear();
+    g_scope->copies = kept;
+  }
   owner_ = true;
 }
 
 AutocastScope::~AutocastScope() {
-  if (owner_) g_scope.reset();
+  if (!owner_) return;
+  g_scope->copies->current = true;  // the weights did not change while the scope was open
+  g_scope.reset();
 }
 
 namespace autocast {
@@ -48,9 +55,10 @@ bool bf16() { return g_scope && g_scope->precision == Precision::BF16; }
 
 Tensor to_bf16(const Tensor& x) {
   if (!g_scope || !g_scope->weights.count(x.impl())) return convert(x);
-  auto it = g_scope->copies.find(x.impl());
-  if (it == g_scope->copies.end()) {
-    it = g_scope->copies.emplace(x.impl(), convert(x)).first;
+  auto& copies = g_scope->copies->of;
+  auto it = copies.find(x.impl());
+  if (it == copies.end()) {
+    it = copies.emplace(x.impl(), convert(x)).first;
     ++g_weight_conversions;
   }
   return it->second;

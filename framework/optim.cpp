@@ -54,7 +54,7 @@ AdamW::AdamW(NamedTensors params, std::vector<bool> decay, AdamWOptions opt, std
   HR_CHECK(lr_scale_.size() == params_.size(), "AdamW: one learning-rate scale per parameter");
 }
 
-void AdamW::step(float lr) {
+void AdamW::update(float lr, WeightCopies* copies) {
   ++steps_;
   std::vector<AdamWSlot> slots;
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -67,6 +67,8 @@ void AdamW::step(float lr) {
                  ", the first parameter on " + device_name(params_[0].second.device()) + ": move the whole model");
     slots.push_back({p.data(), g.data(), slot(0, i).data(), slot(1, i).data(), p.numel(),
                      decay_[i] ? opt_.weight_decay : 0.f, lr_scale_[i]});
+    if (copies)
+      if (auto c = copies->of.find(p.impl()); c != copies->of.end()) slots.back().param_bf16 = c->second.bf16();
   }
   if (slots.empty()) return;
   AdamWHyper h{lr, opt_.beta1, opt_.beta2, opt_.eps, steps_};

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "framework/autocast.h"
 #include "framework/tensor.h"
 
 namespace hr {
@@ -22,6 +23,12 @@ class Optimizer {
   virtual ~Optimizer() = default;
   virtual const char* name() const = 0;  // recorded in checkpoints: a run resumes only with the same optimizer
   virtual void step(float lr) = 0;       // one update of every parameter from its gradient
+  // step(lr) that also rewrites, from the updated weights, their bf16 copies in `copies` (the training step's); false
+  // when this optimizer cannot, and the copies no longer match the weights.
+  virtual bool step_and_round(float lr, WeightCopies& /*copies*/) {
+    step(lr);
+    return false;
+  }
   int64_t steps() const { return steps_; }
   // Every state tensor as "<param name>.<slot>" (e.g. "layers.0.attn.q.weight.adam_m"), for the checkpoint.
   NamedTensors state() const;
@@ -50,9 +57,14 @@ class AdamW : public Optimizer {
   // `lr_scale[i]` (default all 1) multiplies the learning rate of params[i] (the trainer's train.gate_lr).
   AdamW(NamedTensors params, std::vector<bool> decay, AdamWOptions opt, std::vector<float> lr_scale = {});
   const char* name() const override { return "adamw"; }
-  void step(float lr) override;  // every parameter in one backend call
+  void step(float lr) override { update(lr, nullptr); }  // every parameter in one backend call
+  bool step_and_round(float lr, WeightCopies& copies) override {
+    update(lr, &copies);  // the same call, rounding as it writes
+    return true;
+  }
 
  private:
+  void update(float lr, WeightCopies* copies);
   std::vector<bool> decay_;
   std::vector<float> lr_scale_;
   AdamWOptions opt_;

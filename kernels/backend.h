@@ -69,6 +69,7 @@ struct AdamWHyper {
 struct AdamWSlot {
   float* param; const float* grad; float* m; float* v; int64_t n; float weight_decay;
   float lr_scale = 1.f;  // this tensor's learning rate is lr * lr_scale
+  uint16_t* param_bf16 = nullptr;  // when set, the pass also writes the updated weights rounded to bf16 here
 };
 
 class Backend {
@@ -171,7 +172,8 @@ class Backend {
                                       int64_t C, int32_t ignore_index, float smoothing, float gscale,
                                       bool accumulate) = 0;
 
-  // ---- optimizer: decoupled weight decay AdamW over every slot, in one pass
+  // ---- optimizer: decoupled weight decay AdamW over every slot, in one pass that also rounds the updated weights of
+  // the slots with a param_bf16 (autocast's copies for the next step: framework/autocast.h, WeightCopies)
   virtual void adamw(const AdamWSlot* slots, int count, const AdamWHyper& h) = 0;
 };
 

@@ -123,6 +123,35 @@ TEST_CASE("autocast: a weight is rounded once per scope, other tensors every tim
   CHECK_FALSE(autocast::bf16());
 }
 
+TEST_CASE("autocast: copies kept beyond a scope are used while current, and made afresh when not") {
+  Tensor w = Tensor::from_vector(random_values(12, 3), {3, 4}).set_requires_grad();
+  WeightCopies kept;
+  const int64_t before = autocast::weight_conversions();
+  Tensor first;
+  {
+    AutocastScope scope(Precision::BF16, {w}, &kept);
+    first = autocast::to_bf16(w);
+    CHECK_FALSE(kept.current);
+  }
+  CHECK(kept.current);  // closing the scope: the weights did not change while it was open
+  REQUIRE(kept.of.size() == 1);
+  CHECK(kept.of.at(w.impl()).same(first));
+  {
+    AutocastScope scope(Precision::BF16, {w}, &kept);
+    CHECK(autocast::to_bf16(w).same(first));
+  }
+  CHECK(autocast::weight_conversions() == before + 1);
+  w.data()[0] += 1.f;  // changed outside: whoever changed it says so
+  kept.current = false;
+  {
+    AutocastScope scope(Precision::BF16, {w}, &kept);
+    const Tensor again = autocast::to_bf16(w);
+    CHECK_FALSE(again.same(first));
+    CHECK(again.bf16()[0] == math::to_bf16(w.data()[0]));
+  }
+  CHECK(autocast::weight_conversions() == before + 2);
+}
+
 TEST_CASE("autocast: linear and matmul multiply rounded operands, forward and backward; f32 outside a scope" *
           doctest::skip(!bf16_runs())) {
   const int64_t rows = 5, in = 70, out = 3;

@@ -879,6 +879,68 @@ TEST_CASE("adamw over 3 steps matches a scalar reference, with a per-slot learni
   check_close(v2, rv2, 1e-6, "adamw v");
 }
 
+TEST_CASE("adamw: one pass over all slots, split across slot boundaries, rounds the slots that ask to bf16") {
+  // sizes that put thread boundaries inside slots and slots inside one thread's range (ParallelAlways)
+  const int64_t sizes[] = {5, 0, 1, 4099, 3};
+  const auto run = [&](bool copies) {
+    std::vector<Vec> p, g, m, v;
+    std::vector<std::vector<uint16_t>> p16;
+    std::vector<AdamWSlot> slots;
+    for (int k = 0; k < 5; ++k) {
+      const auto n = static_cast<size_t>(sizes[k]);
+      p.push_back(random_vec(n, 200 + k));
+      g.push_back(random_vec(n, 210 + k));
+      m.push_back(Vec(n, 0.1f));
+      v.push_back(Vec(n, 0.2f));
+      p16.emplace_back(n, uint16_t{0xDEAD});
+    }
+    for (int k = 0; k < 5; ++k) {
+      slots.push_back({p[k].data(), g[k].data(), m[k].data(), v[k].data(), sizes[k], 0.01f * k, 1.f + k});
+      if (copies && k != 3) slots.back().param_bf16 = p16[k].data();  // slot 3 keeps no copy
+    }
+    AdamWHyper h;
+    h.lr = 0.05f;
+    h.step = 4;
+    be().adamw(slots.data(), 5, h);
+    for (int k = 0; k < 5; ++k) {
+      CAPTURE(k);
+      for (size_t i = 0; i < p16[k].size(); ++i) {
+        if (!copies || k == 3) {
+          REQUIRE(p16[k][i] == 0xDEAD);
+        } else if (p16[k][i] != math::to_bf16(p[k][i])) {
+          FAIL("element " << i << ": the copy is not the rounded updated weight");
+        }
+      }
+    }
+    Vec all;
+    for (int k = 0; k < 5; ++k)
+      for (const Vec* x : {&p[k], &m[k], &v[k]}) all.insert(all.end(), x->begin(), x->end());
+    return all;
+  };
+  const Vec plain = run(false);
+  CHECK_MESSAGE(run(true) == plain, "rounding changed the update");
+  check_thread_count_independent([&] { return run(true); }, "adamw");
+  // each slot as its own call: the one pass must update exactly as slot-by-slot passes do
+  Vec separate;
+  {
+    std::vector<Vec> p, g, m, v;
+    for (int k = 0; k < 5; ++k) {
+      const auto n = static_cast<size_t>(sizes[k]);
+      p.push_back(random_vec(n, 200 + k));
+      g.push_back(random_vec(n, 210 + k));
+      m.push_back(Vec(n, 0.1f));
+      v.push_back(Vec(n, 0.2f));
+      const AdamWSlot one{p[k].data(), g[k].data(), m[k].data(), v[k].data(), sizes[k], 0.01f * k, 1.f + k};
+      AdamWHyper h;
+      h.lr = 0.05f;
+      h.step = 4;
+      be().adamw(&one, 1, h);
+      for (const Vec* x : {&p[k], &m[k], &v[k]}) separate.insert(separate.end(), x->begin(), x->end());
+    }
+  }
+  CHECK(separate == plain);
+}
+
 TEST_CASE("dropout and uniform: statistics, reproducible, thread-count independent") {
   const int64_t n = 200003;
   const float p = 0.1f;

@@ -21,6 +21,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/strided_index.h"
+#include "kernels/math/bf16.h"
 #include "tests/gemm_case.h"
 #ifdef HR_WITH_CUDA
 #include "kernels/cuda/caching_allocator.h"
@@ -561,16 +562,18 @@ TEST_CASE("cuda gather_rows and scatter_add_rows with repeated ids") {
                        doctest::Contains("scatter_add_rows: negative id -3 at position 700"), Error);
 }
 
-TEST_CASE("cuda adamw over several slots and 3 steps") {
+TEST_CASE("cuda adamw over several slots and 3 steps, rounding the weights of two of them to bf16") {
   const int64_t sizes[] = {1, 1000, 0, 70001};
   const float decays[] = {0.01f, 0.f, 0.1f, 0.05f};
   std::vector<std::unique_ptr<BothF>> params, grads, ms, vs;
+  std::vector<std::unique_ptr<Both<uint16_t>>> copies;
   for (int k = 0; k < 4; ++k) {
     const auto n = static_cast<size_t>(sizes[k]);
     params.push_back(std::make_unique<BothF>(random_vec(n, 100 + k)));
     grads.push_back(std::make_unique<BothF>(random_vec(n, 110 + k)));
     ms.push_back(std::make_unique<BothF>(Vec(n, 0.f)));
     vs.push_back(std::make_unique<BothF>(Vec(n, 0.f)));
+    copies.push_back(std::make_unique<Both<uint16_t>>(std::vector<uint16_t>(n, 0)));
   }
   for (int64_t step = 1; step <= 3; ++step) {
     for (int side = 0; side < 2; ++side) {
@@ -579,6 +582,7 @@ TEST_CASE("cuda adamw over several slots and 3 steps") {
         const auto pick = [&](BothF& b) { return side ? b.g.get() : b.c.get(); };
         slots.push_back({pick(*params[k]), pick(*grads[k]), pick(*ms[k]), pick(*vs[k]), sizes[k], decays[k],
                          1.f + static_cast<float>(k)});  // a different learning-rate scale per slot
+        if (k % 2) slots.back().param_bf16 = side ? copies[k]->g.get() : copies[k]->c.get();
       }
       AdamWHyper h;
       h.lr = 1e-2f;
@@ -591,6 +595,12 @@ TEST_CASE("cuda adamw over several slots and 3 steps") {
     check_close(*params[k], "adamw param");
     check_close(*ms[k], "adamw m");
     check_close(*vs[k], "adamw v");
+    const Vec pc = params[k]->c.host(), pg = params[k]->g.host();
+    const std::vector<uint16_t> cc = copies[k]->c.host(), cg = copies[k]->g.host();
+    for (size_t i = 0; i < pc.size(); ++i) {  // each side's copy is its own updated weight rounded
+      if (cc[i] != (k % 2 ? math::to_bf16(pc[i]) : 0) || cg[i] != (k % 2 ? math::to_bf16(pg[i]) : 0))
+        FAIL("element " << i << ": cpu copy " << cc[i] << ", cuda copy " << cg[i]);
+    }
   }
 }
 

@@ -197,3 +197,55 @@ TEST_CASE("a non-finite loss skips the step: no update, gradients zero, the tape
   CHECK(Tape::current().size() == 0);
   CHECK(grad_norm(model->parameters()) == 0.f);
 }
+
+TEST_CASE("under bf16 the weights' copies outlive a step: AdamW rewrites them, and the weights stay bitwise those of "
+          "rounding afresh every step" * doctest::skip(backend(Device::CPU).bf16_support(nullptr) == Backend::Bf16::None)) {
+  const Data d = make_data(4);
+  for (const bool adamw : {true, false}) {
+    CAPTURE(adamw);
+    const auto make_opt = [&](EncoderModel& m) -> std::unique_ptr<Optimizer> {
+      const NamedTensors p = m.named_parameters();
+      if (adamw) return std::make_unique<AdamW>(p, matrix_decay_flags(p), AdamWOptions{});
+      return std::make_unique<SGD>(p, matrix_decay_flags(p), 0.9f, 0.01f);  // rewrites no copies: rounded afresh
+    };
+    auto model = tiny_model();
+    auto opt = make_opt(*model);
+    TrainingStep step(*model, *opt, StepOptions{1, 0.f, Precision::BF16});
+    // the reference: a scope of its own every step, so every weight is rounded from its f32 values
+    auto ref_model = tiny_model();
+    auto ref_opt = make_opt(*ref_model);
+    const std::vector<Tensor> ref_params = ref_model->parameters();
+    const auto ref_step = [&](float lr) {
+      for (const Tensor& p : ref_params) p.grad().fill_(0.f);
+      {
+        const AutocastScope scope(Precision::BF16, ref_params);
+        backward(loss_of_rows(*ref_model, d, 0, 4));
+      }
+      ref_opt->step(lr);
+    };
+    std::vector<int64_t> conversions;
+    for (int s = 0; s < 4; ++s) {
+      const int64_t before = autocast::weight_conversions();
+      REQUIRE(step.run([&](int64_t) { return loss_of_rows(*model, d, 0, 4); }, 0.05f).applied);
+      conversions.push_back(autocast::weight_conversions() - before);
+      ref_step(0.05f);
+      if (s == 1) {  // the weights move outside the step: its copies must not be used again
+        opt->step(0.05f);
+        ref_opt->step(0.05f);
+      }
+    }
+    const std::vector<Tensor> params = model->parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      CAPTURE(i);
+      CHECK(params[i].to_vector() == ref_params[i].to_vector());
+    }
+    CHECK(conversions[0] > 0);  // the first step rounds every weight the matmuls read
+    if (adamw) {
+      CHECK(conversions[1] == 0);  // ... AdamW kept the copies current
+      CHECK(conversions[2] == conversions[0]);  // ... not after an update outside the step
+      CHECK(conversions[3] == 0);
+    } else {
+      for (int s = 1; s < 4; ++s) CHECK(conversions[s] == conversions[0]);
+    }
+  }
+}

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/backend_checks.h"
 #include "kernels/base/error.h"
@@ -101,9 +102,29 @@ double sum_squares_run(const float* x, int64_t n) {
   return s;
 }
 
-void adamw_run(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1, float beta2, float eps,
-               float wd, float bc1, float bc2) {
-  for (int64_t i = 0; i < n; ++i) math::adamw_update(p[i], g[i], m[i], v[i], lr, beta1, beta2, eps, wd, bc1, bc2);
+// Elements [i0, i1) of one slot; `Round`: also writes the updated weights' bf16 copy.
+template <bool Round>
+void adamw_run(const AdamWSlot& s, int64_t i0, int64_t i1, const AdamWHyper& h, float bc1, float bc2) {
+  float* p = s.param + i0;
+  const float* g = s.grad + i0;
+  float *m = s.m + i0, *v = s.v + i0;
+  uint16_t* p16 = s.param_bf16 + i0;
+  const float lr = h.lr * s.lr_scale, beta1 = h.beta1, beta2 = h.beta2, eps = h.eps, wd = s.weight_decay;
+  for (int64_t i = 0; i < i1 - i0; ++i) {
+    math::adamw_update(p[i], g[i], m[i], v[i], lr, beta1, beta2, eps, wd, bc1, bc2);
+    if constexpr (Round) p16[i] = math::to_bf16(p[i]);
+  }
+}
+
+// Flat elements [b, e) over all slots, slot `begin[k]` starting at flat index begin[k].
+void adamw_flat(const AdamWSlot* slots, const int64_t* begin, int count, int64_t b, int64_t e, const AdamWHyper& h,
+                float bc1, float bc2) {
+  for (int k = static_cast<int>(std::upper_bound(begin, begin + count, b) - begin) - 1; k < count && begin[k] < e; ++k) {
+    const int64_t i0 = std::max(b, begin[k]) - begin[k], i1 = std::min(e, begin[k] + slots[k].n) - begin[k];
+    if (i0 >= i1) continue;
+    if (slots[k].param_bf16) adamw_run<true>(slots[k], i0, i1, h, bc1, bc2);
+    else adamw_run<false>(slots[k], i0, i1, h, bc1, bc2);
+  }
 }
 
 class CpuBackend final : public Backend {
@@ -435,13 +456,12 @@ class CpuBackend final : public Backend {
     HR_CHECK(h.step >= 1, "adamw: step " + std::to_string(h.step) + " must be >= 1");
     const auto bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(h.beta1), static_cast<double>(h.step)));
     const auto bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(h.beta2), static_cast<double>(h.step)));
-    for (int k = 0; k < count; ++k) {
-      const AdamWSlot& s = slots[k];
-      parallel_for(s.n, 8, [&](int64_t i0, int64_t i1) {
-        adamw_run(s.param + i0, s.grad + i0, s.m + i0, s.v + i0, i1 - i0, h.lr * s.lr_scale, h.beta1, h.beta2, h.eps,
-                  s.weight_decay, bc1, bc2);
-      });
-    }
+    // one parallel region over the slots' elements end to end: a region a slot cost a thread wake-up each
+    std::vector<int64_t> begin(static_cast<size_t>(count) + 1, 0);
+    for (int k = 0; k < count; ++k) begin[k + 1] = begin[k] + slots[k].n;
+    parallel_for(begin[count], 8, [&, b = begin.data()](int64_t i0, int64_t i1) {
+      adamw_flat(slots, b, count, i0, i1, h, bc1, bc2);
+    });
   }
 
  private:

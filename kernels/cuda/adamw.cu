@@ -1,6 +1,6 @@
 // The fused AdamW step: one launch updates every parameter tensor. The slots are uploaded as a device array of
 // descriptors with the flat offset where each begins; a thread finds its slot by binary search over those offsets and
-// applies math::adamw_update, the CPU backend's functor.
+// applies math::adamw_update, the CPU backend's functor, and writes the bf16 copy of the weight where the slot asks.
 #include <cmath>
 #include <vector>
 
@@ -8,6 +8,7 @@
 #include "kernels/cuda/host_copy.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/launchers.h"
+#include "kernels/math/bf16.h"
 #include "kernels/math/rows.h"
 
 namespace hr::cuda {
@@ -30,6 +31,7 @@ __global__ void adamw_kernel(const SlotRange* slots, int count, int64_t total, f
     const int64_t i = e - slots[lo].begin;
     math::adamw_update(s.param[i], s.grad[i], s.m[i], s.v[i], lr * s.lr_scale, beta1, beta2, eps, s.weight_decay, bc1,
                        bc2);
+    if (s.param_bf16) s.param_bf16[i] = math::to_bf16(s.param[i]);
   }
 }
 

@@ -21,7 +21,9 @@ StepResult TrainingStep::run(const std::function<Tensor(int64_t micro)>& loss_of
   const float k = static_cast<float>(options_.grad_accum);
   bool finite = true;
   int64_t ran = 0;
-  std::optional<AutocastScope> autocast(std::in_place, options_.precision, weights_);  // closed before the update
+  // the copies the last step left are current unless the optimizer has stepped (or was loaded) since
+  if (optimizer_.steps() != copies_at_) bf16_weights_.current = false;
+  std::optional<AutocastScope> autocast(std::in_place, options_.precision, weights_, &bf16_weights_);  // closed before the update
   for (int64_t micro = 0; micro < options_.grad_accum; ++micro) {
     const Tensor loss = loss_of(micro);
     HR_CHECK(loss.defined() || sync_, "training step: a micro-batch without a loss");
@@ -46,13 +48,15 @@ StepResult TrainingStep::run(const std::function<Tensor(int64_t micro)>& loss_of
     r.grad_norm = grads_.norm();
     finite = std::isfinite(r.grad_norm);
   }
+  copies_at_ = optimizer_.steps();  // closing the scope made the copies current
   if (!finite) {
     grads_.zero();
     return r;
   }
   if (options_.clip > 0.f)
     if (const float c = clip_factor(r.grad_norm, options_.clip); c != 1.f) grads_.scale(c);
-  optimizer_.step(lr);
+  bf16_weights_.current = optimizer_.step_and_round(lr, bf16_weights_);
+  copies_at_ = optimizer_.steps();
   r.applied = true;
   return r;
 }

@@ -1,7 +1,9 @@
 // One optimizer step, defined once for the trainer, bench and the GPU parity test: zero the gradients, forward and
 // backward over the micro-batches (each loss divided by their number), synchronise the gradients (the data-parallel
 // hook; nothing in one process), skip the step when the loss or the gradient is not finite, clip to the global norm,
-// and let the optimizer update the weights.
+// and let the optimizer update the weights. Under bf16 the weights' bf16 copies live from one step to the next: the
+// optimizer rewrites them as it updates the weights (framework/autocast.h, WeightCopies), so weights written between
+// two runs other than by the optimizer (a checkpoint loaded into the model) need a new TrainingStep.
 #pragma once
 
 #include <functional>
@@ -63,6 +65,8 @@ class TrainingStep {
   StepOptions options_;
   GradientSync* sync_;
   std::vector<Tensor> weights_;  // the model's parameters, for the autocast scope
+  WeightCopies bf16_weights_;    // their bf16 copies that the matmuls used, kept across steps
+  int64_t copies_at_ = -1;       // the optimizer's step count when bf16_weights_ last matched the weights
   FlatGradients grads_;
 };
 
