@@ -48,9 +48,12 @@ Tensor sum_to(const Tensor& g, const Shape& shape);
 // equal, or one operand is 2-D and broadcast over the other's batch.
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 // x (..., in) @ w^T + b: w (out, in) as PyTorch's Linear; bias (out) or undefined. x may be autocast_operand()'s copy.
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias);
-// gelu(linear(x, w, bias)); without gradients to record, GELU is the gemm's epilogue (one pass over the output less).
-Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& bias);
+// `bf16_for_product`: the caller only multiplies the result (attention's q, k and v), so without gradients to record
+// under a bf16 scope the gemm writes it in bf16, the f32 result rounded, instead of f32 that the product rounds again.
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias, bool bf16_for_product = false);
+// gelu(linear(x, w, bias)); without gradients to record, GELU is the gemm's epilogue (one pass over the output less),
+// and `bf16_for_product` as for linear (the FFN's hidden layer, read only by its second linear without dropout).
+Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& bias, bool bf16_for_product = false);
 // x as the products above read it: under a bf16 autocast scope its bf16 copy, recorded so that x gets its gradient
 // (the copy is all their backward rules keep), else x. An activation that feeds several products (attention's q, k and
 // v) is rounded once this way instead of once in each.

@@ -32,6 +32,7 @@ struct GemmArgs {
   const void* A = nullptr; int64_t lda = 0, strideA = 0;  // float* or uint16_t* (bf16 bits), as `inputs` says
   const void* B = nullptr; int64_t ldb = 0, strideB = 0;
   float* C = nullptr; int64_t ldc = 0, strideC = 0;
+  uint16_t* C16 = nullptr;  // instead of C: the result after bias and GELU rounded to bf16 (bf16 inputs, alpha 1, beta 0)
   int64_t outer = 1, outerA = 0, outerB = 0, outerC = 0;  // C[o, b] starts at C + o * outerC + b * strideC
   float alpha = 1.f, beta = 0.f;
   const float* bias = nullptr;  // (N) or null; only with beta == 0

@@ -31,7 +31,10 @@ inline void check_gemm(const GemmArgs& g) {
   HR_CHECK(g.outer <= 1 || (g.outerA > 0 && g.outerB > 0 && g.outerC > 0),
            "gemm: outer strides must be positive when outer > 1");
   HR_CHECK(!g.bias || g.beta == 0.f, "gemm: a bias needs beta == 0");
-  HR_CHECK(g.C && (g.K == 0 || (g.A && g.B)), "gemm: null operand");
+  HR_CHECK(!g.C != !g.C16, "gemm: exactly one of C (f32) and C16 (bf16) must be given");
+  HR_CHECK(!g.C16 || (g.inputs == GemmInputs::BF16 && g.alpha == 1.f && g.beta == 0.f),
+           "gemm: a bf16 result needs bf16 inputs, alpha == 1 and beta == 0");
+  HR_CHECK(g.K == 0 || (g.A && g.B), "gemm: null operand");
 }
 
 // An embedding id (gather_rows, scatter_add_rows) at position `pos`; the table's size is not passed, so only its sign

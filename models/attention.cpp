@@ -62,9 +62,10 @@ Tensor MultiHeadAttention::forward(const Tensor& x, LayerContext& ctx) const {
   }
   // the heads stay where the projections put them: head h is columns [h*Dh, (h+1)*Dh) (head_scores, head_context)
   const Tensor xin = autocast_operand(x);  // rounded once for the three projections under bf16
-  const Tensor qx = q->forward(xin);       // (B, T, H*Dh)
-  const Tensor kx = k->forward(xin);       // (B, T, H*Dh)
-  const Tensor vx = v->forward(xin);       // (B, T, H*Dh)
+  // only the head products read them: bf16 straight from the gemm when nothing is recorded under a bf16 scope
+  const Tensor qx = q->forward(xin, true);  // (B, T, H*Dh)
+  const Tensor kx = k->forward(xin, true);  // (B, T, H*Dh)
+  const Tensor vx = v->forward(xin, true);  // (B, T, H*Dh)
   const float s = 1.f / std::sqrt(static_cast<float>(Dh));
 
   Tensor probs;  // (B, H, T, T)

@@ -17,7 +17,8 @@ FeedForward::FeedForward(int64_t d_model, int64_t ffn_dim, float dropout)
       dropout_p(dropout) {}
 
 Tensor FeedForward::forward(const Tensor& x) const {
-  return out.forward(hr::dropout(linear_gelu(x, in.weight, in.bias), dropout_p, training()));
+  const bool no_dropout = !training() || dropout_p == 0.f;  // then only the second linear reads the hidden layer
+  return out.forward(hr::dropout(linear_gelu(x, in.weight, in.bias, no_dropout), dropout_p, training()));
 }
 
 }  // namespace hr

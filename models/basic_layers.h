@@ -10,7 +10,8 @@ class Linear : public Module {
  public:
   // Weights ~ N(0, init_std) (BERT's 0.02 by default), bias zero.
   Linear(int64_t in, int64_t out, bool bias = true, float init_std = 0.02f);
-  Tensor forward(const Tensor& x) const { return linear(x, weight, bias); }  // (..., in) -> (..., out)
+  // (..., in) -> (..., out); `bf16_for_product`: see linear() (framework/ops.h)
+  Tensor forward(const Tensor& x, bool bf16_for_product = false) const { return linear(x, weight, bias, bf16_for_product); }
   Tensor& weight;  // (out, in)
  private:
   Tensor no_bias_;

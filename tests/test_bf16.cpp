@@ -152,6 +152,47 @@ TEST_CASE("autocast: copies kept beyond a scope are used while current, and made
   CHECK(autocast::weight_conversions() == before + 2);
 }
 
+TEST_CASE("autocast: without gradients linear and linear_gelu can write their result in bf16, the f32 one rounded" *
+          doctest::skip(!bf16_runs())) {
+  const Tensor x = Tensor::from_vector(random_values(5 * 3 * 16, 11), {5, 3, 16});
+  Tensor w = Tensor::from_vector(random_values(24 * 16, 12), {24, 16}).set_requires_grad();
+  Tensor b = Tensor::from_vector(random_values(24, 13), {24}).set_requires_grad();
+  const AutocastScope scope(Precision::BF16, {w, b});
+  NoGradGuard no_grad;
+  const Tensor f32 = linear_gelu(x, w, b), low = linear_gelu(x, w, b, true);
+  CHECK(f32.dtype() == DType::F32);
+  REQUIRE(low.dtype() == DType::BF16);
+  CHECK(low.shape() == Shape{5, 3, 24});
+  const std::vector<float> v = f32.to_vector();
+  for (size_t i = 0; i < v.size(); ++i)
+    if (low.bf16()[i] != math::to_bf16(v[i])) FAIL("element " << i << " is not the f32 result rounded");
+  // what reads it multiplies it as it is: the next linear gives what it gives on the f32 result
+  const Tensor w2 = Tensor::from_vector(random_values(8 * 24, 14), {8, 24});
+  CHECK(linear(low, w2, Tensor()).to_vector() == linear(f32, w2, Tensor()).to_vector());
+  // linear alike (attention's q, k and v)
+  const Tensor q32 = linear(x, w, b), q16 = linear(x, w, b, true);
+  REQUIRE(q16.dtype() == DType::BF16);
+  const std::vector<float> q = q32.to_vector();
+  for (size_t i = 0; i < q.size(); ++i)
+    if (q16.bf16()[i] != math::to_bf16(q[i])) FAIL("linear: element " << i << " is not the f32 result rounded");
+}
+
+TEST_CASE("autocast: bf16_for_product changes nothing with gradients or outside a bf16 scope") {
+  const Tensor x = Tensor::from_vector(random_values(4 * 8, 15), {4, 8});
+  Tensor w = Tensor::from_vector(random_values(6 * 8, 16), {6, 8}).set_requires_grad();
+  const Tensor b = Tensor::from_vector(random_values(6, 17), {6});
+  {
+    NoGradGuard no_grad;
+    CHECK(linear_gelu(x, w, b, true).dtype() == DType::F32);  // no scope
+    CHECK(linear(x, w, b, true).dtype() == DType::F32);
+  }
+  if (!bf16_runs()) return;
+  const AutocastScope scope(Precision::BF16, {w});
+  CHECK(linear_gelu(x, w, b, true).dtype() == DType::F32);  // recorded: what reads it sends its gradient to it
+  CHECK(linear(x, w, b, true).dtype() == DType::F32);
+  Tape::current().clear();
+}
+
 TEST_CASE("autocast: linear and matmul multiply rounded operands, forward and backward; f32 outside a scope" *
           doctest::skip(!bf16_runs())) {
   const int64_t rows = 5, in = 70, out = 3;

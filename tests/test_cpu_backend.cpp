@@ -219,6 +219,62 @@ TEST_CASE("bf16 gemm: the product of the rounded inputs with f32 accumulation, w
   }
 }
 
+// A gemm case run twice on bf16 inputs: into f32 C, and into bf16 C16 laid out alike; C16 must be C rounded, element
+// for element, and the padding and gaps between its matrices untouched.
+void check_bf16_result(const GemmCase& c) {
+  CAPTURE(c.batch); CAPTURE(c.M); CAPTURE(c.N); CAPTURE(c.K); CAPTURE(c.transA); CAPTURE(c.transB);
+  CAPTURE(c.outer); CAPTURE(c.bias); CAPTURE(c.gelu);
+  const GemmLayout l = gemm_layout(c);
+  const std::vector<uint16_t> A16 = rounded(random_vec(static_cast<size_t>(l.size_a), 1));
+  const std::vector<uint16_t> B16 = rounded(random_vec(static_cast<size_t>(l.size_b), 2));
+  const Vec bias = random_vec(static_cast<size_t>(c.N), 3);
+  Vec C(static_cast<size_t>(l.size_c), 0.f);
+  std::vector<uint16_t> C16(C.size(), uint16_t{0xBEEF});
+  GemmArgs g = l.g;
+  g.inputs = GemmInputs::BF16, g.A = A16.data(), g.B = B16.data();
+  g.bias = c.bias ? bias.data() : nullptr;
+  g.C = C.data();
+  be().gemm(g);
+  g.C = nullptr, g.C16 = C16.data();
+  be().gemm(g);
+  std::vector<bool> inside(C.size(), false);
+  for (int64_t o = 0; o < c.outer; ++o)
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t i = 0; i < c.M; ++i)
+        for (int64_t j = 0; j < c.N; ++j) inside[static_cast<size_t>(o * g.outerC + b * g.strideC + i * g.ldc + j)] = true;
+  for (size_t i = 0; i < C.size(); ++i) {
+    const uint16_t want = inside[i] ? math::to_bf16(C[i]) : uint16_t{0xBEEF};
+    if (C16[i] != want) {
+      FAIL_CHECK("element " << i << std::string(inside[i] ? "" : " (padding)") << " is " << C16[i] << ", expected "
+                             << want);
+      return;
+    }
+  }
+}
+
+TEST_CASE("gemm: a bf16 result is the f32 result rounded, after bias and GELU" * doctest::skip(!bf16_runs())) {
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = (t & 1) != 0, tb = (t & 2) != 0;
+    check_bf16_result({1, 64, 48, 200, ta, tb, 0, false, false, 1.f, 0.f, true, true, 1, true});  // linear + GELU
+    check_bf16_result({2, 17, 33, 30, ta, tb, 3, false, true, 1.f, 0.f, false, true});             // padded batches
+    check_bf16_result({2, 7, 33, 7, ta, tb, 1, false, false, 1.f, 0.f, true, true, 3, true});      // outer batch
+  }
+  check_bf16_result({1, 7, 5, 0, false, false, 2, false, false, 1.f, 0.f, true, true, 1, true});  // K = 0
+  // the result's dtype is a contract: no accumulation, no scaling, bf16 inputs only
+  const std::vector<uint16_t> a(4, 0), b(4, 0);
+  std::vector<uint16_t> c16(4, 0);
+  float c32[4] = {};
+  GemmArgs g;
+  g.M = g.N = g.K = 2, g.lda = g.ldb = g.ldc = 2;
+  g.inputs = GemmInputs::BF16, g.A = a.data(), g.B = b.data(), g.C16 = c16.data();
+  g.beta = 1.f;
+  CHECK_THROWS_WITH_AS(be().gemm(g), doctest::Contains("bf16 result needs"), Error);
+  g.beta = 0.f, g.C = c32;
+  CHECK_THROWS_WITH_AS(be().gemm(g), doctest::Contains("exactly one of C"), Error);
+  g.C = nullptr, g.inputs = GemmInputs::F32;
+  CHECK_THROWS_WITH_AS(be().gemm(g), doctest::Contains("bf16 result needs"), Error);
+}
+
 TEST_CASE("gemm: primitives are cached, bad arguments throw") {
   CpuAllocator scratch;
   OneDnnMatmul mm(scratch);

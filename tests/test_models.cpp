@@ -701,6 +701,43 @@ model:
   }
 }
 
+TEST_CASE("bf16 inference: q, k, v and the FFN's hidden layer straight from their gemms in bf16, as recorded" *
+          doctest::skip(backend(Device::CPU).bf16_support(nullptr) == Backend::Bf16::None)) {
+  // without gradients the gemms write bf16 (linear's bf16_for_product); recorded, they write f32 that the products
+  // round: the same values but for GELU, an epilogue of the gemm in one and its own loop in the other (~1e-7 apart,
+  // which the rounding can turn into a bf16 step), so the logits must agree to bf16's precision (here they are
+  // bitwise equal, but another CPU's oneDNN may compute GELU otherwise); test_bf16.cpp checks the bf16 results
+  manual_seed(7);
+  auto model = model_from_yaml(R"(
+model:
+  type: encoder_classifier
+  d_model: 32
+  max_len: 16
+  ffn_dim: 64
+  dropout: 0.1
+  layers:
+    - attention: {heads: 4, head_dim: 8}
+    - attention: {heads: 2, head_dim: 12}
+)",
+                               {40, 3});
+  std::vector<std::vector<int32_t>> rows;
+  for (int32_t i = 0; i < 5; ++i) rows.push_back(std::vector<int32_t>(static_cast<size_t>(6 + 2 * i), 1 + 5 * i));
+  const EncoderInput in = make_encoder_input(rows, 0, Device::CPU);
+  model->eval();
+  const AutocastScope scope(Precision::BF16, model->parameters());
+  std::vector<float> fast;
+  {
+    NoGradGuard no_grad;
+    fast = model->forward(in).to_vector();
+  }
+  const std::vector<float> recorded = model->forward(in).to_vector();
+  Tape::current().clear();
+  REQUIRE(fast.size() == recorded.size());
+  double scale = 0;
+  for (float v : recorded) scale = std::max(scale, double(std::abs(v)));
+  for (size_t i = 0; i < fast.size(); ++i) CHECK(std::abs(fast[i] - recorded[i]) <= 2e-2 * scale);
+}
+
 TEST_CASE("bench --kernels: every kernel timed on its shape, with the bytes its contract moves") {
   const std::vector<KernelTiming> k = time_kernels(Device::CPU, 24, 16, 64, 2 * 3 * 12, 12, 5000, 3);
   REQUIRE(k.size() == 13);

@@ -40,13 +40,13 @@ const void* raw(const Tensor& t) {
 }
 
 // C = op(A) @ op(B) for contiguous row-major tensors, batch dims already checked; A and B f32 or bf16 (rounded here
-// when either is bf16), C f32. bias (N) optional; `gelu`: C = gelu(C + bias), the gemm's epilogue. With `into`, C is
-// that tensor and the product is added to it (a gradient buffer).
+// when either is bf16), C f32, or bf16 with `bf16_out` (rounded after the epilogue). bias (N) optional; `gelu`: C =
+// gelu(C + bias), the gemm's epilogue. With `into`, C is that tensor and the product is added to it (a gradient buffer).
 Tensor gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Shape& batch_shape, const float* bias = nullptr,
-            const Tensor& into = Tensor(), bool gelu = false) {
+            const Tensor& into = Tensor(), bool gelu = false, bool bf16_out = false) {
   if (a.dtype() != b.dtype()) {
     const bool low = low_precision(a, b);
-    return gemm(operand(a, low), ta, operand(b, low), tb, batch_shape, bias, into, gelu);
+    return gemm(operand(a, low), ta, operand(b, low), tb, batch_shape, bias, into, gelu, bf16_out);
   }
   const MatDims da = mat_dims(a, "matmul"), db = mat_dims(b, "matmul");
   GemmArgs g;
@@ -69,10 +69,12 @@ Tensor gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Shape& bat
   Shape out_shape = batch_shape;
   out_shape.push_back(g.M);
   out_shape.push_back(g.N);
-  Tensor c = into.defined() ? into : Tensor::empty(out_shape, a.device());
+  HR_CHECK(!bf16_out || !into.defined(), "internal: a bf16 gemm result cannot accumulate");
+  Tensor c = into.defined() ? into : Tensor::empty(out_shape, a.device(), bf16_out ? DType::BF16 : DType::F32);
   HR_CHECK(c.shape() == out_shape, "internal: gemm into " + shape_str(c.shape()) + " for " + shape_str(out_shape));
   g.beta = into.defined() ? 1.f : 0.f;
-  g.C = c.data();
+  if (bf16_out) g.C16 = c.bf16();
+  else g.C = c.data();
   g.ldc = g.N;
   g.strideC = g.M * g.N;
   g.bias = bias;
@@ -234,7 +236,8 @@ struct LinearForward {
   Tensor win;  // (out, in)
 };
 
-LinearForward linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, bool gelu, const char* op) {
+LinearForward linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, bool gelu, const char* op,
+                             bool bf16_out = false) {
   check_operand(x, op);
   detail::check_f32(w, op);
   detail::check_same_device(x, w, op);
@@ -254,16 +257,18 @@ LinearForward linear_forward(const Tensor& x, const Tensor& w, const Tensor& bia
   f.win = operand(w, low || x.dtype() == DType::BF16);
   Shape ys = x.shape();
   ys.back() = w.dim(0);
-  f.y = detail::view_as(gemm(f.x2, false, f.win, true, {}, bias.defined() ? bias.data() : nullptr, Tensor(), gelu), ys);
+  f.y = detail::view_as(
+      gemm(f.x2, false, f.win, true, {}, bias.defined() ? bias.data() : nullptr, Tensor(), gelu, bf16_out), ys);
   return f;
 }
 
 }  // namespace
 
-Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& bias) {
+// With gradients the result stays f32: the backward rules of what reads it send their gradients to it.
+Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& bias, bool bf16_for_product) {
   // GELU's backward needs its input, which the epilogue never writes: with gradients it runs as its own op
   if (needs_grad({&x, &w, &bias})) return gelu(linear(x, w, bias));
-  return linear_forward(x, w, bias, true, "linear_gelu").y;
+  return linear_forward(x, w, bias, true, "linear_gelu", bf16_for_product && autocast::bf16()).y;
 }
 
 Tensor autocast_operand(const Tensor& x) {
@@ -275,9 +280,10 @@ Tensor autocast_operand(const Tensor& x) {
   return c;
 }
 
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
-  LinearForward f = linear_forward(x, w, bias, false, "linear");
-  if (needs_grad({&x, &w, &bias})) {
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias, bool bf16_for_product) {
+  const bool grad = needs_grad({&x, &w, &bias});
+  LinearForward f = linear_forward(x, w, bias, false, "linear", bf16_for_product && !grad && autocast::bf16());
+  if (grad) {
     detail::record("linear", f.y, [x = grad_target(x, f.xin), x2 = f.x2, w = grad_target(w, f.win), win = f.win,
                                    bias = bias.defined() ? bias.grad_ref() : Tensor()](const Tensor& g) {
       Tensor g2 = detail::view_as(g, {g.numel() / w.dim(0), w.dim(0)});  // (rows, out)

@@ -9,6 +9,7 @@
 #include "kernels/backend_checks.h"
 #include "kernels/base/error.h"
 #include "kernels/cpu/cpu_parallel.h"
+#include "kernels/math/bf16.h"
 #include "kernels/math/random.h"
 #include "kernels/math/unary.h"
 
@@ -43,10 +44,12 @@ void gemm_empty_k(const GemmArgs& g) {
   for (int64_t o = 0; o < g.outer; ++o)
     for (int64_t b = 0; b < g.batch; ++b)
       for (int64_t i = 0; i < g.M; ++i) {
-        float* c = matrix_c(g, o, b) + i * g.ldc;
+        const int64_t row = o * g.outerC + b * g.strideC + i * g.ldc;
         for (int64_t j = 0; j < g.N; ++j) {
-          const float v = (g.beta == 0.f ? 0.f : g.beta * c[j]) + (g.bias ? g.bias[j] : 0.f);
-          c[j] = g.gelu ? math::gelu(v) : v;
+          const float v = (g.beta == 0.f ? 0.f : g.beta * g.C[row + j]) + (g.bias ? g.bias[j] : 0.f);
+          const float y = g.gelu ? math::gelu(v) : v;
+          if (g.C16) g.C16[row + j] = math::to_bf16(y);
+          else g.C[row + j] = y;
         }
       }
 }
@@ -83,7 +86,7 @@ OneDnnMatmul::Key OneDnnMatmul::key_of(const GemmArgs& g) {
   const int64_t sc = g.batch > 1 ? g.strideC : 0;
   const bool outer = g.outer > 1;
   const int64_t flags = (g.transA ? 1 : 0) | (g.transB ? 2 : 0) | (bias_in_primitive(g) ? 4 : 0) |
-                        (g.inputs == GemmInputs::BF16 ? 8 : 0) | (gelu_in_primitive(g) ? 16 : 0);
+                        (g.inputs == GemmInputs::BF16 ? 8 : 0) | (gelu_in_primitive(g) ? 16 : 0) | (g.C16 ? 32 : 0);
   return Key{g.batch, g.M, g.N, g.K, g.lda, g.ldb, g.ldc, sa, sb, sc, operand_batch(g, g.strideA),
              operand_batch(g, g.strideB), std::bit_cast<int32_t>(g.alpha), std::bit_cast<int32_t>(g.beta), flags,
              outer ? g.outer : 1, outer ? g.outerA : 0, outer ? g.outerB : 0, outer ? g.outerC : 0};
@@ -94,7 +97,8 @@ OneDnnMatmul::Entry OneDnnMatmul::create(const GemmArgs& g) const {
   const memory::data_type in = g.inputs == GemmInputs::BF16 ? memory::data_type::bf16 : memory::data_type::f32;
   e.a = operand_desc(g.outer, g.outerA, operand_batch(g, g.strideA), g.M, g.K, g.transA, g.lda, g.strideA, in);
   e.b = operand_desc(g.outer, g.outerB, operand_batch(g, g.strideB), g.K, g.N, g.transB, g.ldb, g.strideB, in);
-  e.c = operand_desc(g.outer, g.outerC, g.batch, g.M, g.N, false, g.ldc, g.strideC, memory::data_type::f32);
+  e.c = operand_desc(g.outer, g.outerC, g.batch, g.M, g.N, false, g.ldc, g.strideC,
+                     g.C16 ? memory::data_type::bf16 : memory::data_type::f32);  // bf16: rounded after the post-ops
   e.bias = g.outer > 1 ? memory::desc(Dims{1, 1, 1, g.N}, memory::data_type::f32, Dims{g.N, g.N, g.N, 1})
                        : memory::desc(Dims{1, 1, g.N}, memory::data_type::f32, Dims{g.N, g.N, 1});
   dnnl::primitive_attr attr;
@@ -137,7 +141,7 @@ void OneDnnMatmul::run(const GemmArgs& g) {
   // oneDNN takes non-const handles; sources are only read
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(e.a, engine_, const_cast<void*>(g.A))},
                                        {DNNL_ARG_WEIGHTS, memory(e.b, engine_, const_cast<void*>(g.B))},
-                                       {DNNL_ARG_DST, memory(e.c, engine_, g.C)}};
+                                       {DNNL_ARG_DST, memory(e.c, engine_, g.C16 ? static_cast<void*>(g.C16) : g.C)}};
   if (bias_in_primitive(g)) args.emplace(DNNL_ARG_BIAS, memory(e.bias, engine_, const_cast<float*>(g.bias)));
   const size_t scratch_bytes = e.scratch.get_size();
   const std::unique_ptr<void, std::function<void(void*)>> scratch(

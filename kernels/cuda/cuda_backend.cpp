@@ -75,6 +75,17 @@ class CudaBackend final : public Backend {
   void gemm(const GemmArgs& g) override {
     check_gemm(g);
     if (g.outer == 0 || g.batch == 0 || g.M == 0 || g.N == 0) return;
+    if (g.C16) {
+      // a bf16 result: the f32 one (bias and GELU included) in contiguous scratch, then rounded into place, as the
+      // CPU's primitive rounds after its post-ops
+      cuda::ScratchBuffer c(allocator_, static_cast<size_t>(g.outer * g.batch * g.M * g.N) * sizeof(float));
+      GemmArgs f = g;
+      f.C16 = nullptr;
+      f.C = c.as<float>();
+      f.ldc = g.N, f.strideC = g.M * g.N, f.outerC = g.batch * g.M * g.N;
+      gemm(f);
+      return cuda::round_matrices(f.C, g.C16, g.outer, g.batch, g.M, g.N, g.ldc, g.strideC, g.outerC, stream_);
+    }
     // cuBLAS's strided batches have one stride: an outer batch is a loop of them, over the shorter of the two batch
     // dimensions (attention's heads rather than its sequences), the other one strided
     const size_t in_bytes = g.inputs == GemmInputs::BF16 ? sizeof(uint16_t) : sizeof(float);

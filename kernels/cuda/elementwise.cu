@@ -19,6 +19,15 @@ __global__ void to_bf16_kernel(const float* x, uint16_t* y, int64_t n) {
   HR_GRID_STRIDE(i, n) y[i] = math::to_bf16(x[i]);
 }
 
+// contiguous (outer, batch, M, N) f32 -> the strided bf16 matrices of a gemm's C16
+__global__ void round_matrices_kernel(const float* x, uint16_t* y, int64_t n, int64_t batch, int64_t M, int64_t N,
+                                      int64_t ldc, int64_t strideC, int64_t outerC) {
+  HR_GRID_STRIDE(i, n) {
+    const int64_t col = i % N, r = i / N, m = r % M, b = r / M % batch, o = r / M / batch;
+    y[o * outerC + b * strideC + m * ldc + col] = math::to_bf16(x[i]);
+  }
+}
+
 __global__ void uniform_kernel(float* x, int64_t n, uint64_t seed, uint64_t offset) {
   HR_GRID_STRIDE(i, n) x[i] = math::uniform01(seed, offset + static_cast<uint64_t>(i));
 }
@@ -90,6 +99,14 @@ void fill_i32(int32_t* x, int64_t n, int32_t value, cudaStream_t stream) {
 void to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
   to_bf16_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, n);
+  HR_CUDA_CHECK_LAUNCH();
+}
+
+void round_matrices(const float* x, uint16_t* y, int64_t outer, int64_t batch, int64_t M, int64_t N, int64_t ldc,
+                    int64_t strideC, int64_t outerC, cudaStream_t stream) {
+  const int64_t n = outer * batch * M * N;
+  if (n <= 0) return;
+  round_matrices_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, n, batch, M, N, ldc, strideC, outerC);
   HR_CUDA_CHECK_LAUNCH();
 }
 

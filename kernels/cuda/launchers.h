@@ -16,6 +16,9 @@ namespace hr::cuda {
 void fill(float* x, int64_t n, float value, cudaStream_t stream);
 void fill_i32(int32_t* x, int64_t n, int32_t value, cudaStream_t stream);
 void to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream);
+// Contiguous (outer, batch, M, N) f32 rounded into bf16 matrices laid out as a gemm's C16 (ldc, strideC, outerC).
+void round_matrices(const float* x, uint16_t* y, int64_t outer, int64_t batch, int64_t M, int64_t N, int64_t ldc,
+                    int64_t strideC, int64_t outerC, cudaStream_t stream);
 void uniform(float* x, int64_t n, uint64_t seed, uint64_t offset, cudaStream_t stream);
 void dropout(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t offset, cudaStream_t stream);
 // The gemm epilogue: C[b, m, n] = gelu(C[b, m, n] + bias[n]), bias optional (null), GELU when `gelu`; C rows have
