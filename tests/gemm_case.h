@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/backend.h"
 
@@ -50,6 +51,17 @@ inline GemmLayout gemm_layout(const GemmCase& c) {
   l.size_b = (c.bcastB ? 1 : c.batch) * (b_rows * g.ldb + 3);
   l.size_c = c.batch * g.strideC;
   return l;
+}
+
+// Which elements of the case's C buffer (l.size_c) belong to its matrices rather than to padding or gaps.
+inline std::vector<bool> gemm_c_inside(const GemmCase& c, const GemmLayout& l) {
+  std::vector<bool> inside(static_cast<size_t>(l.size_c), false);
+  for (int64_t o = 0; o < c.outer; ++o)
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t i = 0; i < c.M; ++i)
+        for (int64_t j = 0; j < c.N; ++j)
+          inside[static_cast<size_t>(o * l.g.outerC + b * l.g.strideC + i * l.g.ldc + j)] = true;
+  return inside;
 }
 
 }  // namespace hr::testing

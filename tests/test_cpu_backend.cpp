@@ -237,11 +237,7 @@ void check_bf16_result(const GemmCase& c) {
   be().gemm(g);
   g.C = nullptr, g.C16 = C16.data();
   be().gemm(g);
-  std::vector<bool> inside(C.size(), false);
-  for (int64_t o = 0; o < c.outer; ++o)
-    for (int64_t b = 0; b < c.batch; ++b)
-      for (int64_t i = 0; i < c.M; ++i)
-        for (int64_t j = 0; j < c.N; ++j) inside[static_cast<size_t>(o * g.outerC + b * g.strideC + i * g.ldc + j)] = true;
+  const std::vector<bool> inside = gemm_c_inside(c, l);
   for (size_t i = 0; i < C.size(); ++i) {
     const uint16_t want = inside[i] ? math::to_bf16(C[i]) : uint16_t{0xBEEF};
     if (C16[i] != want) {
@@ -938,7 +934,8 @@ TEST_CASE("adamw over 3 steps matches a scalar reference, with a per-slot learni
 TEST_CASE("adamw: one pass over all slots, split across slot boundaries, rounds the slots that ask to bf16") {
   // sizes that put thread boundaries inside slots and slots inside one thread's range (ParallelAlways)
   const int64_t sizes[] = {5, 0, 1, 4099, 3};
-  const auto run = [&](bool copies) {
+  // `separately`: one call a slot, which the one pass must match
+  const auto run = [&](bool copies, bool separately = false) {
     std::vector<Vec> p, g, m, v;
     std::vector<std::vector<uint16_t>> p16;
     std::vector<AdamWSlot> slots;
@@ -957,7 +954,11 @@ TEST_CASE("adamw: one pass over all slots, split across slot boundaries, rounds 
     AdamWHyper h;
     h.lr = 0.05f;
     h.step = 4;
-    be().adamw(slots.data(), 5, h);
+    if (separately) {
+      for (const AdamWSlot& slot : slots) be().adamw(&slot, 1, h);
+    } else {
+      be().adamw(slots.data(), 5, h);
+    }
     for (int k = 0; k < 5; ++k) {
       CAPTURE(k);
       for (size_t i = 0; i < p16[k].size(); ++i) {
@@ -976,25 +977,7 @@ TEST_CASE("adamw: one pass over all slots, split across slot boundaries, rounds 
   const Vec plain = run(false);
   CHECK_MESSAGE(run(true) == plain, "rounding changed the update");
   check_thread_count_independent([&] { return run(true); }, "adamw");
-  // each slot as its own call: the one pass must update exactly as slot-by-slot passes do
-  Vec separate;
-  {
-    std::vector<Vec> p, g, m, v;
-    for (int k = 0; k < 5; ++k) {
-      const auto n = static_cast<size_t>(sizes[k]);
-      p.push_back(random_vec(n, 200 + k));
-      g.push_back(random_vec(n, 210 + k));
-      m.push_back(Vec(n, 0.1f));
-      v.push_back(Vec(n, 0.2f));
-      const AdamWSlot one{p[k].data(), g[k].data(), m[k].data(), v[k].data(), sizes[k], 0.01f * k, 1.f + k};
-      AdamWHyper h;
-      h.lr = 0.05f;
-      h.step = 4;
-      be().adamw(&one, 1, h);
-      for (const Vec* x : {&p[k], &m[k], &v[k]}) separate.insert(separate.end(), x->begin(), x->end());
-    }
-  }
-  CHECK(separate == plain);
+  CHECK(run(false, true) == plain);
 }
 
 TEST_CASE("dropout and uniform: statistics, reproducible, thread-count independent") {
