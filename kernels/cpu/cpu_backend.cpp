@@ -108,7 +108,7 @@ void adamw_run(const AdamWSlot& s, int64_t i0, int64_t i1, const AdamWHyper& h, 
   float* p = s.param + i0;
   const float* g = s.grad + i0;
   float *m = s.m + i0, *v = s.v + i0;
-  uint16_t* p16 = s.param_bf16 + i0;
+  uint16_t* p16 = Round ? s.param_bf16 + i0 : nullptr;  // no offset on a null pointer (UBSan)
   const float lr = h.lr * s.lr_scale, beta1 = h.beta1, beta2 = h.beta2, eps = h.eps, wd = s.weight_decay;
   for (int64_t i = 0; i < i1 - i0; ++i) {
     math::adamw_update(p[i], g[i], m[i], v[i], lr, beta1, beta2, eps, wd, bc1, bc2);
