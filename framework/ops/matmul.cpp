@@ -228,7 +228,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 namespace {
 
 // x @ w^T + bias (gelu of it with `gelu`: the gemm's epilogue) and the operands the product read, rounded to bf16
-// under a bf16 scope, which the backward rule reuses.
+// under a bf16 scope, which the backward rule reuses; under a bf16 scope `bf16_for_product` makes the result bf16.
 struct LinearForward {
   Tensor y;    // (..., out)
   Tensor xin;  // x as multiplied (its bf16 copy under a bf16 scope)
@@ -237,7 +237,7 @@ struct LinearForward {
 };
 
 LinearForward linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, bool gelu, const char* op,
-                             bool bf16_out = false) {
+                             bool bf16_for_product = false) {
   check_operand(x, op);
   detail::check_f32(w, op);
   detail::check_same_device(x, w, op);
@@ -258,7 +258,8 @@ LinearForward linear_forward(const Tensor& x, const Tensor& w, const Tensor& bia
   Shape ys = x.shape();
   ys.back() = w.dim(0);
   f.y = detail::view_as(
-      gemm(f.x2, false, f.win, true, {}, bias.defined() ? bias.data() : nullptr, Tensor(), gelu, bf16_out), ys);
+      gemm(f.x2, false, f.win, true, {}, bias.defined() ? bias.data() : nullptr, Tensor(), gelu, bf16_for_product && low),
+      ys);
   return f;
 }
 
@@ -268,7 +269,7 @@ LinearForward linear_forward(const Tensor& x, const Tensor& w, const Tensor& bia
 Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& bias, bool bf16_for_product) {
   // GELU's backward needs its input, which the epilogue never writes: with gradients it runs as its own op
   if (needs_grad({&x, &w, &bias})) return gelu(linear(x, w, bias));
-  return linear_forward(x, w, bias, true, "linear_gelu", bf16_for_product && autocast::bf16()).y;
+  return linear_forward(x, w, bias, true, "linear_gelu", bf16_for_product).y;
 }
 
 Tensor autocast_operand(const Tensor& x) {
@@ -282,7 +283,7 @@ Tensor autocast_operand(const Tensor& x) {
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias, bool bf16_for_product) {
   const bool grad = needs_grad({&x, &w, &bias});
-  LinearForward f = linear_forward(x, w, bias, false, "linear", bf16_for_product && !grad && autocast::bf16());
+  LinearForward f = linear_forward(x, w, bias, false, "linear", bf16_for_product && !grad);
   if (grad) {
     detail::record("linear", f.y, [x = grad_target(x, f.xin), x2 = f.x2, w = grad_target(w, f.win), win = f.win,
                                    bias = bias.defined() ? bias.grad_ref() : Tensor()](const Tensor& g) {

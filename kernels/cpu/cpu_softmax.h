@@ -1,7 +1,7 @@
 // Softmax rows with their dropout for the CPU backend (attention's weights), in loops the compiler vectorises: the
-// exps are cpu_exp.h's, the dropout factors cpu_dropout.h's (forward only: the backward
-// pass reads the mask from the forward's output). One row of attention (T keys) sits in L1, so the passes
-// over it cost little next to the one read of the scores and the writes.
+// exps are cpu_exp.h's, the dropout factors cpu_dropout.h's (forward only: the backward pass reads the mask from the
+// forward's output). One row of attention (T keys) sits in L1, so the passes over it cost little next to the one read
+// of the scores and the writes.
 #pragma once
 
 #include <algorithm>

@@ -34,8 +34,8 @@ HR_HD void softmax_backward_row(const Lanes& g, const float* y, const float* gy,
 }
 
 // p = softmax(scale * x + mask) (mask may be null), written to y unless it is null, and p * drop(i0 + j) to out (f32)
-// or out_bf16 unless null: softmax (no dropout, no out), and attention's weights and their dropout, in one pass. The exps are computed twice rather than
-// stored, so the row needs no scratch (y may be null when nothing is recorded).
+// or out_bf16 unless null: softmax (no dropout, no out), and attention's weights and their dropout, in one pass. The
+// exps are computed twice rather than stored, so the row needs no scratch (y may be null when nothing is recorded).
 template <class Lanes>
 HR_HD void softmax_dropout_row(const Lanes& g, const float* x, const float* mask, float* y, float* out,
                                uint16_t* out_bf16, int64_t n, float scale, const DropoutFactors& drop, uint64_t i0) {
