@@ -257,9 +257,8 @@ LinearForward linear_forward(const Tensor& x, const Tensor& w, const Tensor& bia
   f.win = operand(w, low || x.dtype() == DType::BF16);
   Shape ys = x.shape();
   ys.back() = w.dim(0);
-  f.y = detail::view_as(
-      gemm(f.x2, false, f.win, true, {}, bias.defined() ? bias.data() : nullptr, Tensor(), gelu, bf16_for_product && low),
-      ys);
+  const float* b = bias.defined() ? bias.data() : nullptr;
+  f.y = detail::view_as(gemm(f.x2, false, f.win, true, {}, b, Tensor(), gelu, bf16_for_product && low), ys);
   return f;
 }
 
