@@ -41,7 +41,8 @@ const void* raw(const Tensor& t) {
 
 // C = op(A) @ op(B) for contiguous row-major tensors, batch dims already checked; A and B f32 or bf16 (rounded here
 // when either is bf16), C f32, or bf16 with `bf16_out` (rounded after the epilogue). bias (N) optional; `gelu`: C =
-// gelu(C + bias), the gemm's epilogue. With `into`, C is that tensor and the product is added to it (a gradient buffer).
+// gelu(C + bias), the gemm's epilogue. With `into`, C is that tensor and the product is added to it (a gradient
+// buffer).
 Tensor gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Shape& batch_shape, const float* bias = nullptr,
             const Tensor& into = Tensor(), bool gelu = false, bool bf16_out = false) {
   if (a.dtype() != b.dtype()) {
