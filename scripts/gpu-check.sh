@@ -93,7 +93,7 @@ else reason="the bundle is built without MPI and NCCL (see scripts/gpu-bundle.sh
 echo "== nccl-parity: skipped: $reason"
 echo "| nccl-parity | skipped: $reason | 0 |" >>"$OUT/stages.md"
 
-# ---- a BERT-base training step: headroom in FP32 and TF32, then PyTorch
+# ---- a BERT-base training step: headroom in FP32, TF32 and bf16, then PyTorch
 bench=(bench configs/bert-base.yaml --batch 32 --seq-len 128 --vocab 30522 --classes 2 --steps 10 --warmup 3 --json)
 stage bench-fp32 60 env HR_CUDA_TF32=0 "${run[@]}" headroom "${bench[@]}"
 stage bench-tf32 60 env HR_CUDA_TF32=1 "${run[@]}" headroom "${bench[@]}"
