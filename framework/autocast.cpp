@@ -49,6 +49,16 @@ AutocastScope::~AutocastScope() {
   g_scope.reset();
 }
 
+AutocastOff::AutocastOff() {
+  if (!g_scope) return;
+  saved_ = g_scope->precision;
+  g_scope->precision = Precision::F32;
+}
+
+AutocastOff::~AutocastOff() {
+  if (g_scope) g_scope->precision = saved_;
+}
+
 namespace autocast {
 
 bool bf16() { return g_scope && g_scope->precision == Precision::BF16; }

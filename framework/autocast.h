@@ -44,6 +44,19 @@ class AutocastScope {
   bool owner_ = false;
 };
 
+// Inside an open bf16 scope, ops run in f32 again for this guard's life (the scope's weight copies stay): for
+// products whose rounding costs more precision than their speed is worth, such as attention's head mixing.
+class AutocastOff {
+ public:
+  AutocastOff();
+  ~AutocastOff();
+  AutocastOff(const AutocastOff&) = delete;
+  AutocastOff& operator=(const AutocastOff&) = delete;
+
+ private:
+  Precision saved_ = Precision::F32;
+};
+
 namespace autocast {
 bool bf16();  // a bf16 scope is open
 // x (f32) rounded to bf16: the open scope's copy when x is one of its weights (made on first use), else a new tensor.

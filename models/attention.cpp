@@ -2,12 +2,15 @@
 
 #include <cmath>
 
+#include "framework/autocast.h"
 #include "framework/autograd.h"
 #include "kernels/base/error.h"
 
 namespace hr {
 
 Tensor mix_heads(const Tensor& x, const Tensor& m) {
+  // f32 under bf16: the mixed logits feed a softmax, and an (H, H) mixing costs nothing next to the projections
+  const AutocastOff f32;
   const int64_t B = x.dim(0), Hin = x.dim(1), T = x.dim(2), S = x.dim(3);
   // one gemm with m^T broadcast over the batch: (H_out, H_in) @ (B, H_in, T*S)
   Tensor y = matmul(m, reshape(x, {B, Hin, T * S}), true, false);

@@ -68,7 +68,8 @@ class MultiHeadAttention : public Module, public AttentionHeads {
   Tensor head_permutation_;  // (H, H) fixed permutation matrix (cross-layer `interleave`), or undefined
 };
 
-// y[b, o] = sum_i x[b, i] * m[i, o] over heads: x (B, H_in, T, S), m (H_in, H_out) -> (B, H_out, T, S).
+// y[b, o] = sum_i x[b, i] * m[i, o] over heads: x (B, H_in, T, S), m (H_in, H_out) -> (B, H_out, T, S). In f32 under
+// a bf16 autocast scope (talking heads' and cross-layer mixing of logits and weights).
 Tensor mix_heads(const Tensor& x, const Tensor& m);
 
 }  // namespace hr

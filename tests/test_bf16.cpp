@@ -9,6 +9,7 @@
 #include <cfloat>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "framework/random.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/math/bf16.h"
+#include "models/attention.h"
 #include "tests/tiny_run.h"
 
 using namespace hr;
@@ -120,6 +122,45 @@ TEST_CASE("autocast: a weight is rounded once per scope, other tensors every tim
   }
   CHECK(autocast::weight_conversions() == before + 2);  // a new scope (a new optimizer step) rounds it again
   AutocastScope f32(Precision::F32, {w});
+  CHECK_FALSE(autocast::bf16());
+}
+
+TEST_CASE("autocast: AutocastOff runs ops in f32 inside a bf16 scope; mix_heads multiplies in f32 under bf16" *
+          doctest::skip(!bf16_runs())) {
+  const std::vector<float> xv = random_values(2 * 3 * 4 * 5, 3), mv = random_values(3 * 2, 4);
+  const std::vector<float> wv = random_values(80, 5);
+  const Tensor w = Tensor::from_vector(wv, {2, 2, 4, 5});
+  std::vector<float> y[2], gx[2], gm[2];
+  for (int k = 0; k < 2; ++k) {  // f32, then under a bf16 scope that holds m as a weight
+    Tensor x = Tensor::from_vector(xv, {2, 3, 4, 5}).set_requires_grad();  // (B, H_in, T, S)
+    Tensor m = Tensor::from_vector(mv, {3, 2}).set_requires_grad();        // (H_in, H_out)
+    std::optional<AutocastScope> scope;
+    if (k == 1) scope.emplace(Precision::BF16, std::vector<Tensor>{m});
+    const Tensor out = mix_heads(x, m);
+    CHECK(autocast::bf16() == (k == 1));  // the guard inside gave the scope back
+    y[k] = out.to_vector();
+    backward(sum(mul(out, w)));
+    gx[k] = x.grad().to_vector();
+    gm[k] = m.grad().to_vector();
+  }
+  CHECK(y[1] == y[0]);
+  CHECK(gx[1] == gx[0]);
+  CHECK(gm[1] == gm[0]);
+
+  const Tensor a = Tensor::from_vector(random_values(12, 6), {3, 4});
+  const Tensor b = Tensor::from_vector(random_values(8, 7), {4, 2});
+  const std::vector<float> exact = matmul(a, b).to_vector();
+  {
+    AutocastScope scope(Precision::BF16, {});
+    {
+      const AutocastOff f32;
+      CHECK_FALSE(autocast::bf16());
+      CHECK(matmul(a, b).to_vector() == exact);
+    }
+    CHECK(autocast::bf16());
+    CHECK(matmul(a, b).to_vector() != exact);  // rounded again after the guard
+  }
+  const AutocastOff outside;  // without a scope it changes nothing
   CHECK_FALSE(autocast::bf16());
 }
 
