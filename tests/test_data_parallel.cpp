@@ -30,16 +30,28 @@ std::string mpirun(int ranks) {
 }
 std::string binary() { return quote(std::string(std::getenv("HR_BUILD_ROOT")) + "/headroom"); }
 
-// setup() of tiny_run.h, on HR_DP_DEVICE (cpu by default)
-std::string config(const TempDir& d) {
+// HR_DP_DEVICE: "cpu" (the default) or "cuda"
+std::string dp_device() {
   const char* device = std::getenv("HR_DP_DEVICE");
-  return quote(setup(d)) + " --set train.device=" + (device ? device : "cpu");
+  return device ? device : "cpu";
 }
+
+// setup() of tiny_run.h, on dp_device()
+std::string config(const TempDir& d) { return quote(setup(d)) + " --set train.device=" + dp_device(); }
 
 // `headroom train` of config into out, on `ranks` ranks (1: without mpirun, as a user without MPI runs it).
 void train(int ranks, const std::string& args) {
   const Result r = shell("(" + (ranks == 1 ? std::string("exec ") : mpirun(ranks)) + binary() + " train --quiet " + args + ")");
   REQUIRE_MESSAGE(r.code == 0, r.output);
+}
+
+// diff += |x - y|^2 and norm += |x|^2, in double
+void add_squares(const std::vector<float>& x, const std::vector<float>& y, double& diff, double& norm) {
+  REQUIRE(x.size() == y.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    diff += (static_cast<double>(x[i]) - y[i]) * (static_cast<double>(x[i]) - y[i]);
+    norm += static_cast<double>(x[i]) * x[i];
+  }
 }
 
 // Every tensor of two checkpoints (weights and optimizer state) agrees to `rel` of its norm. The attention's key bias
@@ -52,13 +64,8 @@ void check_same_checkpoint(const std::string& a_path, const std::string& b_path,
     CAPTURE(name);
     REQUIRE(b.tensors.count(name) == 1);
     if (ta.dtype != "F32") continue;
-    const std::vector<float> x = to_f32(ta), y = to_f32(b.tensors.at(name));
-    REQUIRE(x.size() == y.size());
     double diff = 0, norm = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-      diff += (static_cast<double>(x[i]) - y[i]) * (static_cast<double>(x[i]) - y[i]);
-      norm += static_cast<double>(x[i]) * x[i];
-    }
+    add_squares(to_f32(ta), to_f32(b.tensors.at(name)), diff, norm);
     const bool key_bias = name.find("attn.k.bias") != std::string::npos;
     CHECK(std::sqrt(diff) <= (key_bias ? 1e-5 : rel * std::sqrt(norm)));
   }
@@ -135,9 +142,7 @@ TEST_CASE("two_and_three_ranks_with_shards_of_each_batch_train_exactly_as_one_ra
 
 // bf16 where the device runs it (tests/test_bf16.cpp covers the rest)
 bool bf16_runs() {
-  const char* device = std::getenv("HR_DP_DEVICE");
-  return backend(device && std::string(device) == "cuda" ? Device::CUDA : Device::CPU).bf16_support(nullptr) !=
-         Backend::Bf16::None;
+  return backend(dp_device() == "cuda" ? Device::CUDA : Device::CPU).bf16_support(nullptr) != Backend::Bf16::None;
 }
 
 // The largest relative difference of two runs' logged losses
@@ -156,12 +161,7 @@ double weight_gap(const std::string& a_path, const std::string& b_path) {
   for (const auto& [name, ta] : a.tensors) {
     if (ta.dtype != "F32" || name.find(".adam_") != std::string::npos || name.find("attn.k.bias") != std::string::npos)
       continue;
-    const std::vector<float> x = to_f32(ta), y = to_f32(b.tensors.at(name));
-    REQUIRE(x.size() == y.size());
-    for (size_t i = 0; i < x.size(); ++i) {
-      diff += (static_cast<double>(x[i]) - y[i]) * (static_cast<double>(x[i]) - y[i]);
-      norm += static_cast<double>(x[i]) * x[i];
-    }
+    add_squares(to_f32(ta), to_f32(b.tensors.at(name)), diff, norm);
   }
   return std::sqrt(diff / norm);
 }
