@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -447,5 +448,17 @@ std::string Config::dump() const {
 }
 
 const std::string& Config::file() const { return doc_->file; }
+
+void require_file(const Config& c, const std::string& key, const std::string& path) {
+  std::error_code ec;  // the error_code form: found by tests/fuzz/fuzz_config.cpp
+  const bool exists = std::filesystem::exists(path, ec);
+  if (ec) c.fail(key, "cannot access '" + path + "': " + ec.message());
+  if (!exists) c.fail(key, "no such file '" + path + "'");
+}
+
+int64_t at_most(const Config& c, const std::string& key, int64_t value, int64_t limit) {
+  if (value > limit) c.fail(key, "must be at most " + std::to_string(limit) + ", got " + std::to_string(value));
+  return value;
+}
 
 }  // namespace hr

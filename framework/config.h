@@ -95,6 +95,11 @@ class Config {
   int line_;
 };
 
+// Checks every reader of a config block makes. A path the config names must exist (a name the OS refuses, too long or
+// with a bad component, is a config error too); a count past `limit` is a typo, not a plan.
+void require_file(const Config& c, const std::string& key, const std::string& path);
+int64_t at_most(const Config& c, const std::string& key, int64_t value, int64_t limit);
+
 // The candidate closest to `key` by edit distance if it is close enough to be a likely typo, else "".
 std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates);
 

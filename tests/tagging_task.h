@@ -30,8 +30,9 @@ class TaggingTask : public Task {
     if (std::ifstream f(ctx.run_dir + "/tags.txt"); !ctx.run_dir.empty() && f)
       for (std::string line; std::getline(f, line);) tags.push_back(line);
     if (ctx.load_data) {
-      train_ = read(ctx.config.data.train_path);
-      if (!ctx.config.data.eval_path.empty()) eval_ = read(ctx.config.data.eval_path);
+      const SplitFiles& files = ctx.data.as<SplitFileOptions>().files;
+      train_ = read(files.train_path);
+      if (!files.eval_path.empty()) eval_ = read(files.eval_path);
       if (tags.empty())
         for (const auto& s : train_) tags.insert(tags.end(), s.tags.begin(), s.tags.end());
     }
@@ -180,7 +181,8 @@ inline void register_tagging_task() {
   register_task("tagging", {"encoder_tagger", [](const TaskContext& c) { return std::make_unique<TaggingTask>(c); },
                             [](const Config&, const HeadSettings& s) {
                               return std::make_unique<TaggingHead>(s.d_model, s.dims.num_labels);
-                            }});
+                            },
+                            nullptr});  // no read_options: its data: keys are train_path, eval_path, test_path
 }
 
 }  // namespace hr

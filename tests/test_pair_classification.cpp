@@ -133,11 +133,11 @@ TEST_CASE("data.text_field: a name or a list of two; max_seq_len fits in model.m
   };
   const std::string data = "data:\n  task: classification\n  format: jsonl\n  train_path: t.jsonl\n";
   RunConfig rc = read(data + "  text_field: [premise, hypothesis]\n");
-  CHECK(rc.data.text_field == "premise");
-  CHECK(rc.data.pair_field == "hypothesis");
+  CHECK(rc.data.as<ClassificationOptions>().text_field == "premise");
+  CHECK(rc.data.as<ClassificationOptions>().pair_field == "hypothesis");
   rc = read(data + "  text_field: sentence\n");
-  CHECK(rc.data.text_field == "sentence");
-  CHECK(rc.data.pair_field.empty());
+  CHECK(rc.data.as<ClassificationOptions>().text_field == "sentence");
+  CHECK(rc.data.as<ClassificationOptions>().pair_field.empty());
 
   const auto error = [&](const std::string& yaml) {
     try {
@@ -163,11 +163,13 @@ TEST_CASE("data.max_seq_len makes rows (QA: windows) shorter than model.max_len"
   TempDir d;
   write_file(d / "pairs.jsonl",
              "{\"premise\": \"the cat sat on the mat.\", \"hypothesis\": \"a dog sat.\", \"label\": \"x\"}\n");
+  auto co = std::make_shared<ClassificationOptions>();
+  co->format = "jsonl";
+  co->files.train_path = d / "pairs.jsonl";
+  co->text_field = "premise";
+  co->pair_field = "hypothesis";
   DataOptions o;
-  o.format = "jsonl";
-  o.train_path = d / "pairs.jsonl";
-  o.text_field = "premise";
-  o.pair_field = "hypothesis";
+  o.options = co;
   o.max_seq_len = 10;
   ClassificationTask cls(o, std::nullopt);
   cls.encode(uncased(), 512);
@@ -178,12 +180,13 @@ TEST_CASE("data.max_seq_len makes rows (QA: windows) shorter than model.max_len"
   ClassificationTask too_long(o, std::nullopt);
   CHECK_THROWS_WITH(too_long.encode(uncased(), 512), "data.max_seq_len 600 is longer than model.max_len 512");
 
+  auto qo = std::make_shared<QaOptions>();
+  qo->files.train_path = data_file("squad_v1.1/dev-v1.1.part1of2.json");
+  qo->max_query_len = 16;
+  qo->doc_stride = 32;
   DataOptions q;
   q.task = "squad";
-  q.format = "squad";
-  q.train_path = data_file("squad_v1.1/dev-v1.1.part1of2.json");
-  q.max_query_len = 16;
-  q.doc_stride = 32;
+  q.options = qo;
   int64_t longest[2] = {0, 0};
   for (const int64_t max_seq_len : {0, 64}) {
     q.max_seq_len = max_seq_len;

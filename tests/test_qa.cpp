@@ -180,10 +180,11 @@ TEST_CASE("qa: best_span is the best valid pair, found by brute force over every
 }
 
 TEST_CASE("qa: the CMRC 2018 trial's 5 misplaced answers are reported and not trained on") {
+  auto o = std::make_shared<QaOptions>();
+  o->files.train_path = data_file("cmrc2018/cmrc2018_trial.json");
   DataOptions d;
   d.task = "squad";
-  d.format = "squad";
-  d.train_path = data_file("cmrc2018/cmrc2018_trial.json");
+  d.options = o;
   QaTask task(d);
   CHECK(task.misplaced_answers() == 5);
   CHECK(task.data_issues() == 7);
@@ -191,7 +192,7 @@ TEST_CASE("qa: the CMRC 2018 trial's 5 misplaced answers are reported and not tr
 
   // Every verified answer maps to Chinese character tokens whose offsets give back text holding the answer.
   const Tokenizer tok(Vocab::load(data_file("bert_vocab/bert-base-chinese-vocab.txt")));
-  const SquadData cmrc = load_squad(d.train_path);
+  const SquadData cmrc = load_squad(o->files.train_path);
   int64_t exact = 0;
   for (const QaExample& e : cmrc.train) {
     const Answer& a = e.answers.front();
@@ -244,14 +245,15 @@ fs::path write_synthetic_squad(const fs::path& dir, int questions, unsigned seed
 TEST_CASE("qa: a tiny model trained on synthetic questions learns them (loss drops, exact match rises)") {
   const fs::path dir = fs::temp_directory_path() / ("hr_test_qa_" + std::to_string(::getpid()));
   fs::create_directories(dir);
+  auto o = std::make_shared<QaOptions>();
+  o->files.train_path = write_synthetic_squad(dir, 96, 1).string();
+  o->files.eval_path = write_synthetic_squad(dir, 32, 2).string();
+  o->max_query_len = 8;
+  o->doc_stride = 16;
+  o->max_answer_len = 3;
   DataOptions d;
   d.task = "squad";
-  d.format = "squad";
-  d.train_path = write_synthetic_squad(dir, 96, 1).string();
-  d.eval_path = write_synthetic_squad(dir, 32, 2).string();
-  d.max_query_len = 8;
-  d.doc_stride = 16;
-  d.max_answer_len = 3;
+  d.options = o;
   QaTask task(d, true, dir.string());
   const Tokenizer tok(learn_wordpiece_vocab(task.training_texts(), 400, BasicTokenizer()));
   manual_seed(0);
@@ -297,7 +299,7 @@ layers:
   std::ifstream f(dir / "predictions.json");
   const auto written = nlohmann::json::parse(f).get<std::map<std::string, std::string>>();
   CHECK(written.size() == 32);
-  const SquadData gold = load_squad(d.eval_path);
+  const SquadData gold = load_squad(o->files.eval_path);
   CHECK(evaluate_squad(gold.eval, written).exact_match == doctest::Approx(r.metrics.at("exact_match")));
   fs::remove_all(dir);
 }

@@ -14,6 +14,7 @@
 #include "tests/tiny_run.h"
 #include "train/data/recall_data.h"
 #include "train/run/run_config.h"
+#include "train/tasks/qa_task.h"
 
 using namespace hr;
 
@@ -200,8 +201,8 @@ TEST_CASE("recall: a knob out of range is a ConfigError naming the file, line an
   CHECK(error_reading(head + "    pairs: 4\n    keys: 8\n    values: 8\n    queries: 4\n    test_size: 0\n").empty());
   // a recall block under another format is an unread key, and the recall format needs no train_path
   const RunConfig rc = read_run_config(Config::parse(head + "    pairs: 4\n", "run.yaml"), "run");
-  CHECK(rc.data.format == "recall");
-  CHECK(rc.data.recall.pairs == 4);
+  CHECK(rc.data.as<QaOptions>().format == "recall");
+  CHECK(rc.data.as<QaOptions>().recall.pairs == 4);
   CHECK_NOTHROW(require_train_data(rc));
   const RunConfig squad = read_run_config(
       Config::parse("data:\n  task: squad\n  train_path: x\n  recall:\n    pairs: 4\n", "run.yaml"), "run", false);

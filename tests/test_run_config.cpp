@@ -9,6 +9,8 @@
 #include "models/encoder_model.h"
 #include "tests/repo_files.h"
 #include "train/run/run_config.h"
+#include "train/tasks/classification_task.h"
+#include "train/tasks/qa_task.h"
 #include "train/tools/hf_bert.h"
 
 using namespace hr;
@@ -70,8 +72,8 @@ TEST_CASE("counts near 2^62 are rejected before they overflow step arithmetic") 
 }
 
 TEST_CASE("data.metric chooses the QA metric, validated like the other choices") {
-  CHECK(read_run_config(Config::parse(squad_data(), "run.yaml"), "run").data.metric == "auto");
-  CHECK(read_run_config(Config::parse(squad_data() + "  metric: cmrc\n", "run.yaml"), "run").data.metric == "cmrc");
+  CHECK(read_run_config(Config::parse(squad_data(), "run.yaml"), "run").data.as<QaOptions>().metric == "auto");
+  CHECK(read_run_config(Config::parse(squad_data() + "  metric: cmrc\n", "run.yaml"), "run").data.as<QaOptions>().metric == "cmrc");
   CHECK(error_reading(squad_data() + "  metric: cmcr\n") ==
         "run.yaml:4: data.metric: expected one of 'auto', 'squad', 'cmrc', got 'cmcr' (did you mean 'cmrc'?)");
 }
@@ -111,13 +113,13 @@ TEST_CASE("configs/bert-base-mnli.yaml and bert-base-squad.yaml: every key read,
     CHECK(rc.train.schedule == "linear");
     CHECK(rc.train.device == Device::CUDA);
     if (mnli) {
-      CHECK(rc.data.text_field == "premise");
-      CHECK(rc.data.pair_field == "hypothesis");
+      CHECK(rc.data.as<ClassificationOptions>().text_field == "premise");
+      CHECK(rc.data.as<ClassificationOptions>().pair_field == "hypothesis");
       CHECK(rc.data.max_seq_len == 128);
       CHECK(rc.train.epochs == 3);
     } else {
       CHECK(rc.data.max_seq_len == 384);
-      CHECK(rc.data.doc_stride == 128);
+      CHECK(rc.data.as<QaOptions>().doc_stride == 128);
       CHECK(rc.train.epochs == 2);
     }
   }

@@ -22,9 +22,8 @@ int eval_command(const EvalArgs& a) {
   const std::string& split = a.split;
   if (!a.data.empty()) {  // FILE replaces the file the split comes from; the split stays the one asked for
     const RunConfig rc = load_run_config(a.run_dir + "/config.yaml", {}, /*check_files=*/false);
-    if (rc.data.format == "recall")
-      throw UsageError("--data: the run's data (data.format recall) is generated from data.recall, not read from a file");
-    overrides.push_back(rc.data.format == "clinc150" ? "data.path=" + a.data : "data." + split + "_path=" + a.data);
+    HR_CHECK(rc.data.present, a.run_dir + "/config.yaml has no data: block");
+    for (std::string& o : rc.data.options->data_overrides(split, a.data)) overrides.push_back(std::move(o));
   }
   LoadedRun run = load_run(a.run_dir, a.which, true, overrides);
   HR_CHECK(run.task->has_split(split), "the run's data has no '" + split + "' split");

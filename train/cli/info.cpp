@@ -18,7 +18,7 @@ int info_command(const std::string& config, const std::vector<std::string>& over
   ModelDims dims{0, 1, 0};  // without data: one label
   // a run's config.yaml has the task's files (labels.txt) beside it; an imported run has no data files
   const std::string dir = std::filesystem::path(config).parent_path().string();
-  if (rc.data.present) dims = make_task(TaskContext{rc, dir, true, ""})->dims();
+  if (rc.data.present) dims = make_task(rc.root, TaskContext{rc.data, dir, true, ""})->dims();
   dims.vocab_size = rc.tokenizer.vocab.empty() ? rc.tokenizer.vocab_size : Vocab::load(rc.tokenizer.vocab).size();
   auto model = build_model(rc.root.child("model"), dims);
   std::cout << config << ": vocabulary " << dims.vocab_size << ", " << dims.num_labels << " labels\n";

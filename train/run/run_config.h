@@ -8,8 +8,8 @@
 
 #include "framework/autocast.h"
 #include "framework/config.h"
-#include "train/data/recall_data.h"
 #include "kernels/backend.h"
+#include "train/tasks/task_options.h"
 
 namespace hr {
 
@@ -17,30 +17,6 @@ struct TokenizerOptions {
   std::string vocab;        // a vocab.txt path; empty: learn one of vocab_size from the training texts
   int64_t vocab_size = 8000;
   bool lower_case = true;
-};
-
-struct DataOptions {
-  bool present = false;                 // the config has a data: block
-  std::string task = "classification";  // a registered task: classification | squad | ...
-  std::string format = "clinc150";      // classification: clinc150 | csv | tsv | jsonl; squad: squad | recall; else empty
-  // clinc150: one file holding the splits; recall: none (generated in memory from data.recall); every other format:
-  // one file per split (*_path; train_path is required only to train: an imported run is evaluated and served without
-  // one)
-  std::string path;
-  std::string train_split = "train", eval_split = "val", test_split = "test";
-  bool include_oos = false;
-  std::string train_path, eval_path, test_path;
-  // classification: `text_field: name`, or `text_field: [first, second]` for sentence pairs (MNLI's premise and
-  // hypothesis: [CLS] first [SEP] second [SEP], segments 0 and 1); pair_field is then the second, else empty
-  std::string text_field = "text", pair_field, label_field = "label";
-  // classification and squad: tokens of a row (squad: of a window), specials included; 0: model.max_len. Lets a
-  // pretrained model keep its 512 positions and still train on 128-token rows.
-  int64_t max_seq_len = 0;
-  std::string on_error = "skip";        // skip | fail
-  // squad: windowing
-  int64_t doc_stride = 128, max_query_len = 64, max_answer_len = 30;
-  std::string metric = "auto";          // squad: auto | squad | cmrc (parse_qa_metric, squad_metric.h)
-  RecallOptions recall;                 // squad with format recall: the generator's knobs (recall_data.h)
 };
 
 struct TrainOptions {
@@ -63,6 +39,7 @@ struct TrainOptions {
   std::string init_from;      // a weights file (safetensors, keys = parameter names)
   int64_t max_bad_steps = 5;  // consecutive NaN/inf steps before the run stops
   std::string optimizer = "adamw";  // adamw | sgd
+  float adam_beta1 = 0.9f, adam_beta2 = 0.999f, adam_epsilon = 1e-8f;  // AdamW (Hugging Face's names)
   Precision precision = Precision::F32;  // bf16: matmuls in bf16 with f32 master weights (framework/autocast.h)
   // data parallel under mpirun (train/run/data_parallel.h)
   float dp_bucket_mb = 25.f;   // gradient all-reduce bucket (PyTorch DDP's default)
@@ -83,8 +60,8 @@ struct RunConfig {
 // served by predict needs neither). `check_all_read` runs after the model is built (train/run/trainer.cpp).
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides, bool check_files = true);
 RunConfig read_run_config(Config root, const std::string& name, bool check_files = true);
-// Training needs data.train_path (unless the format is clinc150 or recall): a ConfigError naming it, or a misspelt key meant for
-// it, when it is missing or empty.
+// Training needs its data (the task says which keys: data.train_path, or data.path of a CLINC150 file): a ConfigError
+// naming the key, or a misspelt key meant for it, when it is missing or empty.
 void require_train_data(const RunConfig& rc);
 
 }  // namespace hr

@@ -71,7 +71,7 @@ std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerOptions& t, const Task&
 std::unique_ptr<Optimizer> make_optimizer(const TrainOptions& t, const EncoderModel& model) {
   const NamedTensors params = model.named_parameters();
   if (t.optimizer == "sgd") return std::make_unique<SGD>(params, matrix_decay_flags(params), 0.9f, t.weight_decay);
-  return std::make_unique<AdamW>(params, matrix_decay_flags(params), AdamWOptions{0.9f, 0.999f, 1e-8f, t.weight_decay},
+  return std::make_unique<AdamW>(params, matrix_decay_flags(params), AdamWOptions{t.adam_beta1, t.adam_beta2, t.adam_epsilon, t.weight_decay},
                                  lr_scales(model, params, t));
 }
 
@@ -191,7 +191,7 @@ LoadedRun load_run(const std::string& dir, const std::string& which, bool load_d
   r.config = load_run_config(dir + "/config.yaml", overrides, /*check_files=*/load_data);
   // the run's own vocabulary, never one learned again from whatever the data file holds now
   HR_CHECK(fs::exists(dir + "/vocab.txt"), dir + "/vocab.txt is missing: the run's vocabulary cannot be rebuilt");
-  r.task = make_task(TaskContext{r.config, dir, load_data, ""});
+  r.task = make_task(r.config.root, TaskContext{r.config.data, dir, load_data, ""});
   r.tokenizer = make_tokenizer(r.config.tokenizer, *r.task, dir + "/vocab.txt");
   ModelDims dims = r.task->dims();
   dims.vocab_size = r.tokenizer->vocab().size();
@@ -242,8 +242,17 @@ int train_command(const TrainArgs& args) {
   // the task files (labels.txt) of a resumed run, or of the run train.init_from comes from: its label ids are the
   // rows of the classifier it initialises (an imported checkpoint keeps its own label order)
   const std::string task_dir = resume ? dir : t.init_from.empty() ? "" : fs::path(t.init_from).parent_path().string();
-  std::unique_ptr<Task> task = make_task(TaskContext{rc, task_dir, true, dir});
-  std::unique_ptr<Tokenizer> tok = make_tokenizer(rc.tokenizer, *task, resume ? dir + "/vocab.txt" : "");
+  std::unique_ptr<Task> task = make_task(rc.root, TaskContext{rc.data, task_dir, true, dir});
+  // train.init_from's token embeddings are rows of the vocabulary beside it (a run's, an import's): a new run
+  // tokenises with that one, and a tokenizer.vocab that differs is an error
+  const std::string init_vocab = resume || task_dir.empty() ? "" : task_dir + "/vocab.txt";
+  const bool has_init_vocab = !init_vocab.empty() && fs::exists(init_vocab);
+  std::unique_ptr<Tokenizer> tok = make_tokenizer(
+      rc.tokenizer, *task, resume ? dir + "/vocab.txt" : has_init_vocab && rc.tokenizer.vocab.empty() ? init_vocab : "");
+  if (has_init_vocab && !rc.tokenizer.vocab.empty() && Vocab::load(init_vocab).tokens() != tok->vocab().tokens())
+    rc.root.child("tokenizer").fail("vocab", "'" + rc.tokenizer.vocab + "' is not the vocabulary of train.init_from (" +
+                                                 init_vocab + "), whose token embeddings the run loads: leave "
+                                                 "tokenizer.vocab out to use that one");
   manual_seed(static_cast<uint64_t>(t.seed));
   ModelDims dims = task->dims();
   dims.vocab_size = tok->vocab().size();
@@ -365,6 +374,7 @@ int train_command(const TrainArgs& args) {
   double window_loss = 0;
   int64_t window_steps = 0;
   while (st.step < total_steps) {
+    task->start_epoch(st.epoch, static_cast<uint64_t>(t.seed));
     const auto batches = epoch_batches(*task, st.epoch, t.seed, t.batch_size, t.bucket_by_length);
     const int64_t steps_this_epoch = static_cast<int64_t>(batches.size()) / t.grad_accum;
     while (st.batch_in_epoch < std::max<int64_t>(1, steps_this_epoch) && st.step < total_steps) {
@@ -399,7 +409,12 @@ int train_command(const TrainArgs& args) {
             const Shard s = shard_of(rows, comm->rank(), comm->size());
             if (s.count == 0) return Tensor();
             BatchRowsScope scope(BatchRows{s.first, s.count, rows});
-            return scale(loss_of(batch_rows(global, s)), static_cast<float>(s.count) / static_cast<float>(rows));
+            // weighted by this shard's share of what the loss is a mean over (rows; MLM: masked tokens)
+            const Batch shard = batch_rows(global, s);
+            const auto whole = static_cast<float>(task->loss_weight(global));
+            const float share = whole > 0 ? static_cast<float>(task->loss_weight(shard)) / whole
+                                          : static_cast<float>(s.count) / static_cast<float>(rows);
+            return scale(loss_of(shard), share);
           },
           lr);
       ++st.batch_in_epoch;

@@ -85,11 +85,64 @@ std::map<std::string, double> classification_metrics(const std::vector<int32_t>&
   return m;
 }
 
-std::vector<TextExample> ClassificationTask::load(const DataOptions& d, const std::string& which,
-                                                  const std::optional<LabelSet>& known) {
+namespace {
+
+// data.text_field: one field name, or a list of two for sentence pairs.
+void read_text_fields(const Config& c, ClassificationOptions& o) {
+  if (!c.has("text_field")) return;
+  try {
+    o.text_field = c.get<std::string>("text_field");
+    return;
+  } catch (const ConfigError&) {  // not a scalar: a list of two, or the list's own error
+  }
+  const auto fields = c.get<std::vector<std::string>>("text_field");
+  if (fields.size() != 2 || fields[0].empty() || fields[1].empty() || fields[0] == fields[1])
+    c.fail("text_field", "must be one field name or a list of two different ones (a sentence pair, e.g. "
+                         "[premise, hypothesis]), got a list of " + std::to_string(fields.size()));
+  o.text_field = fields[0];
+  o.pair_field = fields[1];
+}
+
+}  // namespace
+
+std::shared_ptr<const TaskOptions> ClassificationOptions::read(const Config& c, bool check_files) {
+  auto o = std::make_shared<ClassificationOptions>();
+  o->format = c.get_choice("format", {"clinc150", "csv", "tsv", "jsonl"});
+  if (o->format == "clinc150") {
+    o->path = c.get<std::string>("path");
+    o->train_split = c.get<std::string>("train_split", o->train_split);
+    o->eval_split = c.get<std::string>("eval_split", o->eval_split);
+    o->test_split = c.get<std::string>("test_split", o->test_split);
+    o->include_oos = c.get<bool>("include_oos", false);
+    if (check_files) require_file(c, "path", o->path);
+    return o;
+  }
+  o->files = SplitFiles::read(c, check_files);
+  read_text_fields(c, *o);
+  o->label_field = c.get<std::string>("label_field", o->label_field);
+  return o;
+}
+
+void ClassificationOptions::require_train_data(const Config& data) const {
+  if (format != "clinc150") files.require_train(data);
+}
+
+std::string ClassificationOptions::row_length_problem(int64_t row_len) const {
+  if (!pair_field.empty() && row_len < 5)
+    return "must be at least 5 to hold [CLS], two [SEP] and a token of each text of a pair";
+  return "";
+}
+
+std::vector<std::string> ClassificationOptions::data_overrides(const std::string& split, const std::string& file) const {
+  if (format == "clinc150") return {"data.path=" + file};  // the split stays the one asked for, read from FILE
+  return {"data." + split + "_path=" + file};
+}
+
+std::vector<TextExample> ClassificationTask::load(const std::string& which, const std::optional<LabelSet>& known) {
+  const ClassificationOptions& d = options();
   ClassificationDataOptions o;
   o.format = parse_data_format(d.format);
-  o.on_error = parse_on_error(d.on_error);
+  o.on_error = parse_on_error(data_.on_error);
   o.text_field = d.text_field;
   o.pair_field = d.pair_field;
   o.label_field = d.label_field;
@@ -99,7 +152,7 @@ std::vector<TextExample> ClassificationTask::load(const DataOptions& d, const st
     o.path = d.path;
     o.split = which == "train" ? d.train_split : which == "eval" ? d.eval_split : d.test_split;
   } else {
-    o.path = which == "train" ? d.train_path : which == "eval" ? d.eval_path : d.test_path;
+    o.path = d.files.path(which);
   }
   LoadResult r = load_classification_data(o);
   for (const DataIssue& i : r.issues) std::cerr << "data: " << i.message() << " (skipped)\n";
@@ -114,17 +167,17 @@ ClassificationTask::ClassificationTask(const DataOptions& data, std::optional<La
     labels_ = *labels;
     return;
   }
-  if (data.format == "clinc150" || !data.train_path.empty()) {
-    train_.examples = load(data, "train", labels);
+  const ClassificationOptions& o = options();
+  if (o.has_split("train")) {
+    train_.examples = load("train", labels);
     HR_CHECK(!train_.examples.empty(), "no training examples were loaded");
   }
   HR_CHECK(labels || !train_.examples.empty(), "classification: without data.train_path, the labels must come from the "
                                                "run's labels.txt");
   labels_ = labels ? *labels : LabelSet::from_examples(train_.examples);
   for (const char* split : {"eval", "test"}) {
-    const bool present = data.format == "clinc150" || !(split == std::string("eval") ? data.eval_path : data.test_path).empty();
-    if (!present) continue;
-    eval_splits_[split].examples = load(data, split, labels_);
+    if (!o.has_split(split)) continue;
+    eval_splits_[split].examples = load(split, labels_);
     HR_CHECK(!eval_splits_[split].examples.empty(), std::string("data: the ") + split + " split has no usable rows");
   }
 }
@@ -167,7 +220,7 @@ void ClassificationTask::encode(const Tokenizer& tok, int64_t max_len) {
 ModelDims ClassificationTask::dims() const { return {0, labels_.size(), pairs() ? 2 : 0}; }
 
 std::vector<std::string> ClassificationTask::input_fields() const {
-  if (pairs()) return {data_.text_field, data_.pair_field};
+  if (pairs()) return {options().text_field, options().pair_field};
   return {"text"};
 }
 
@@ -186,7 +239,7 @@ std::unique_ptr<Task> make_classification_task(const TaskContext& ctx) {
     for (std::string line; std::getline(f, line);) names.push_back(line);
     labels = LabelSet::in_order(names, path);
   }
-  return std::make_unique<ClassificationTask>(ctx.config.data, std::move(labels), ctx.load_data);
+  return std::make_unique<ClassificationTask>(ctx.data, std::move(labels), ctx.load_data);
 }
 
 Batch ClassificationTask::batch_of(const Split& s, const std::vector<int64_t>& rows, Device d) const {

@@ -8,11 +8,81 @@
 #include "framework/autograd.h"
 #include "kernels/base/error.h"
 #include "framework/ops.h"
-#include "train/data/recall_data.h"
 #include "train/data/squad_metric.h"
 #include "train/data/utf8_codepoints.h"
 
 namespace hr {
+
+namespace {
+
+constexpr int64_t kMaxTokens = 1 << 20;  // window lengths
+
+// data.recall: the generator's knobs, each checked here so that the error names the key (the generator itself only
+// says which knob is off).
+RecallOptions read_recall(const Config& data) {
+  RecallOptions r;
+  const auto c = data.optional_child("recall");
+  if (!c) return r;
+  constexpr int64_t kMaxWords = 1'000'000, kMaxContexts = 10'000'000;
+  r.hops = c->get_positive("hops", r.hops);
+  if (r.hops > kRecallMaxHops)
+    c->fail("hops", "must be at most " + std::to_string(kRecallMaxHops) + ", got " + std::to_string(r.hops));
+  r.pairs = at_most(*c, "pairs", c->get_positive("pairs", r.pairs), kMaxWords);
+  // room to spare: with a fifth of the links held out, a context drawn from a pool that it nearly exhausts would
+  // often find no link of its split left
+  r.keys = at_most(*c, "keys", c->get_positive("keys", r.keys), kMaxWords);
+  if (r.keys < 2 * r.pairs * r.hops)
+    c->fail("keys", "must be at least 2 x pairs x hops = " + std::to_string(2 * r.pairs * r.hops) +
+                        " (every context needs pairs x hops distinct keys), got " + std::to_string(r.keys));
+  r.values = at_most(*c, "values", c->get_positive("values", r.values), kMaxWords);
+  if (r.values < 2 * r.pairs)
+    c->fail("values", "must be at least 2 x pairs = " + std::to_string(2 * r.pairs) +
+                          " (every context needs pairs distinct values), got " + std::to_string(r.values));
+  r.queries = c->get_positive("queries", r.queries);
+  if (r.queries > r.pairs)
+    c->fail("queries", "must be at most pairs = " + std::to_string(r.pairs) + " (one question per chain), got " +
+                           std::to_string(r.queries));
+  r.mixed_hops = c->get<bool>("mixed_hops", r.mixed_hops);
+  r.distractors = at_most(*c, "distractors", c->get<int64_t>("distractors", r.distractors), kMaxWords);
+  if (r.distractors < 0) c->fail("distractors", "must be >= 0");
+  r.train_size = at_most(*c, "train_size", c->get_positive("train_size", r.train_size), kMaxContexts);
+  r.eval_size = at_most(*c, "eval_size", c->get_positive("eval_size", r.eval_size), kMaxContexts);
+  r.test_size = at_most(*c, "test_size", c->get<int64_t>("test_size", r.test_size), kMaxContexts);
+  if (r.test_size < 0) c->fail("test_size", "must be >= 0 (0: no test split)");
+  r.seed = c->get<int64_t>("seed", r.seed);
+  return r;
+}
+
+}  // namespace
+
+std::shared_ptr<const TaskOptions> QaOptions::read(const Config& c, bool check_files) {
+  auto o = std::make_shared<QaOptions>();
+  o->format = c.get_choice("format", {"squad", "recall"}, "squad");
+  if (o->format == "recall") o->recall = read_recall(c);
+  else o->files = SplitFiles::read(c, check_files);
+  o->doc_stride = at_most(c, "doc_stride", c.get_positive("doc_stride", o->doc_stride), kMaxTokens);
+  o->max_query_len = at_most(c, "max_query_len", c.get_positive("max_query_len", o->max_query_len), kMaxTokens);
+  o->max_answer_len = at_most(c, "max_answer_len", c.get_positive("max_answer_len", o->max_answer_len), kMaxTokens);
+  o->metric = c.get_choice("metric", {"auto", "squad", "cmrc"}, "auto");
+  return o;
+}
+
+void QaOptions::require_train_data(const Config& data) const {
+  if (format != "recall") files.require_train(data);
+}
+
+std::string QaOptions::row_length_problem(int64_t row_len) const {
+  if (row_len < max_query_len + 4)
+    return "must be at least data.max_query_len + 4 = " + std::to_string(max_query_len + 4) +
+           " to hold [CLS], a question of max_query_len tokens, two [SEP] and any context";
+  return "";
+}
+
+std::vector<std::string> QaOptions::data_overrides(const std::string& split, const std::string& file) const {
+  if (format == "recall")
+    throw UsageError("--data: the run's data (data.format recall) is generated from data.recall, not read from a file");
+  return {"data." + split + "_path=" + file};
+}
 
 std::optional<TokenSpan> answer_token_span(const std::vector<Offset>& offsets, int64_t begin, int64_t end) {
   std::optional<TokenSpan> span;
@@ -173,18 +243,19 @@ SquadData QaTask::load(const std::string& path) {
 QaTask::QaTask(const DataOptions& data, bool load_data, std::string predictions_dir)
     : data_(data), predictions_dir_(std::move(predictions_dir)) {
   if (!load_data) return;
-  if (data.format == "recall") {  // generated in memory: eval and test are the held-out splits (recall_data.h)
-    RecallData r = make_recall_data(data.recall);
+  const QaOptions& o = options();
+  if (o.format == "recall") {  // generated in memory: eval and test are the held-out splits (recall_data.h)
+    RecallData r = make_recall_data(o.recall);
     train_examples_ = std::move(r.train);
     eval_splits_["eval"] = std::move(r.eval);
     if (!r.test.empty()) eval_splits_["test"] = std::move(r.test);
     return;
   }
-  if (!data.train_path.empty()) {
-    train_examples_ = load(data.train_path).train;
-    HR_CHECK(!train_examples_.empty(), data.train_path + ": no question with a verified answer to train on");
+  if (!o.files.train_path.empty()) {
+    train_examples_ = load(o.files.train_path).train;
+    HR_CHECK(!train_examples_.empty(), o.files.train_path + ": no question with a verified answer to train on");
   }
-  for (const auto& [split, path] : {std::pair{"eval", data.eval_path}, {"test", data.test_path}}) {
+  for (const auto& [split, path] : {std::pair{"eval", o.files.eval_path}, {"test", o.files.test_path}}) {
     if (path.empty()) continue;
     eval_splits_[split] = load(path).eval;
     HR_CHECK(!eval_splits_[split].empty(), path + ": the " + split + " split has no question to evaluate on");
@@ -261,14 +332,14 @@ EvalResult QaTask::evaluate(EncoderModel& model, const std::string& split, Devic
   std::vector<std::pair<std::string, std::string>> questions;
   for (const QaExample& e : gold) questions.emplace_back(e.question, e.context);
   const std::vector<QaPrediction> answers =
-      predict_answers(model, *tok_, windowing(max_len_), data_.max_answer_len, questions, d, batch_size);
+      predict_answers(model, *tok_, windowing(max_len_), options().max_answer_len, questions, d, batch_size);
   std::map<std::string, std::string> predictions;
   for (size_t i = 0; i < gold.size(); ++i) predictions[gold[i].id] = answers[i].text;
   if (!predictions_dir_.empty()) {
     const std::string name = split == "eval" ? "predictions.json" : "predictions-" + split + ".json";
     write_predictions_json((std::filesystem::path(predictions_dir_) / name).string(), predictions);
   }
-  const SquadScore s = evaluate_squad(gold, predictions, parse_qa_metric(data_.metric));
+  const SquadScore s = evaluate_squad(gold, predictions, parse_qa_metric(options().metric));
   EvalResult r;
   r.metrics = {{"exact_match", s.exact_match}, {"f1", s.f1}};
   r.primary = "f1";
@@ -281,7 +352,7 @@ std::vector<nlohmann::json> QaTask::predict(EncoderModel& model, const std::vect
   HR_CHECK(tok_, "QaTask::predict before encode");
   std::vector<std::pair<std::string, std::string>> inputs;
   for (const auto& r : requests) inputs.emplace_back(r["question"], r["context"]);
-  const auto answers = predict_answers(model, *tok_, windowing(max_len_), data_.max_answer_len, inputs, d, batch_size);
+  const auto answers = predict_answers(model, *tok_, windowing(max_len_), options().max_answer_len, inputs, d, batch_size);
   std::vector<nlohmann::json> out;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const QaPrediction& a = answers[i];
@@ -294,7 +365,7 @@ std::vector<nlohmann::json> QaTask::predict(EncoderModel& model, const std::vect
 }
 
 std::unique_ptr<Task> make_qa_task(const TaskContext& ctx) {
-  return std::make_unique<QaTask>(ctx.config.data, ctx.load_data, ctx.output_dir);
+  return std::make_unique<QaTask>(ctx.data, ctx.load_data, ctx.output_dir);
 }
 
 }  // namespace hr

@@ -5,9 +5,10 @@
 
 #include <optional>
 
+#include "train/data/recall_data.h"
 #include "train/data/squad_data.h"
-#include "train/run/run_config.h"
 #include "train/tasks/task.h"
+#include "train/tasks/task_options.h"
 #include "train/tasks/task_registry.h"
 #include "train/tokenizer/tokenizer.h"
 
@@ -65,6 +66,22 @@ std::vector<QaPrediction> predict_answers(EncoderModel& model, const Tokenizer& 
                                           const std::vector<std::pair<std::string, std::string>>& questions,
                                           Device d, int64_t batch_size);
 
+// The QA task's data: keys.
+class QaOptions : public TaskOptions {
+ public:
+  static std::shared_ptr<const TaskOptions> read(const Config& data, bool check_files);  // the registry's reader
+
+  std::string format = "squad";  // squad: one file per split | recall: generated in memory from `recall`
+  SplitFiles files;
+  int64_t doc_stride = 128, max_query_len = 64, max_answer_len = 30;  // windowing
+  std::string metric = "auto";  // auto | squad | cmrc (parse_qa_metric, squad_metric.h)
+  RecallOptions recall;         // format recall: the generator's knobs (recall_data.h)
+
+  void require_train_data(const Config& data) const override;
+  std::string row_length_problem(int64_t row_len) const override;
+  std::vector<std::string> data_overrides(const std::string& split, const std::string& file) const override;
+};
+
 class QaTask : public Task {
  public:
   // Loads train_path (its train view: verified answers only) and eval_path / test_path (their eval views), or with
@@ -75,7 +92,7 @@ class QaTask : public Task {
   int64_t data_issues() const { return issues_; }
   int64_t misplaced_answers() const { return misplaced_; }
   int64_t num_train_questions() const { return static_cast<int64_t>(train_examples_.size()); }
-  QaWindowing windowing(int64_t max_len) const { return {max_len, data_.max_query_len, data_.doc_stride}; }
+  QaWindowing windowing(int64_t max_len) const { return {max_len, options().max_query_len, options().doc_stride}; }
 
   ModelDims dims() const override { return {0, 0, 2}; }  // segments: question and context
   std::vector<std::string> training_texts() const override;  // questions and contexts (to learn a vocabulary)
@@ -99,6 +116,7 @@ class QaTask : public Task {
 
  private:
   SquadData load(const std::string& path);
+  const QaOptions& options() const { return data_.as<QaOptions>(); }
 
   DataOptions data_;
   std::vector<QaExample> train_examples_;

@@ -46,9 +46,15 @@ class Task {
   // ---- training
   virtual int64_t num_train() const = 0;                // training rows
   virtual int64_t train_length(int64_t row) const = 0;  // tokens of a training row (for length bucketing)
+  // Before the batches of an epoch are drawn (the training loop): a task that draws its batches at random (MLM's
+  // masking) keys its draws by the epoch and the run's seed, so a resumed run draws what an uninterrupted one does.
+  virtual void start_epoch(int64_t epoch, uint64_t seed) { (void)epoch, (void)seed; }
   virtual Batch make_batch(const std::vector<int64_t>& rows, Device d) const = 0;
   // The mean training loss of a batch (without regularisers; the step adds the model's penalty).
   virtual Tensor loss(EncoderModel& model, const Batch& batch, float label_smoothing) const = 0;
+  // What loss() is a mean over: its rows, or e.g. the masked tokens of MLM. A data-parallel shard's loss is weighted
+  // by its share of the batch's weight, so that N processes train on the loss of one.
+  virtual double loss_weight(const Batch& batch) const { return static_cast<double>(batch.input.ids.dim(0)); }
 
   // ---- evaluation on a split ("eval" or "test"); false from has_split when the config has none
   virtual bool has_split(const std::string& split) const = 0;

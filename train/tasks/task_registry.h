@@ -9,30 +9,39 @@
 #include <string>
 #include <vector>
 
+#include "framework/config.h"
 #include "models/task_head.h"
-#include "train/run/run_config.h"
 #include "train/tasks/task.h"
+#include "train/tasks/task_options.h"
 
 namespace hr {
 
 struct TaskContext {
-  const RunConfig& config;  // data: block read into config.data; a task may read more keys of config.root["data"]
+  const DataOptions& data;  // the data: block, the task's own keys read by its read_options
   std::string run_dir;      // files the task saved there (labels.txt) are read back; empty for a config alone
   bool load_data = true;    // false: only what prediction needs (predict, attention maps), no dataset read
   std::string output_dir;   // where evaluation may write its outputs (the training run's directory), or empty
 };
 
+// Reads and validates the task's own keys of the data: block when the config is loaded; `check_files` false skips
+// checking that the files it names exist (a run directory served by predict needs none).
+using TaskOptionsReader = std::function<std::shared_ptr<const TaskOptions>(const Config& data, bool check_files)>;
+
 struct TaskType {
   std::string model_type;  // the model.type it trains: the registered head its model must have
   std::function<std::unique_ptr<Task>(const TaskContext&)> make;
-  HeadFactory head;  // registered under model_type when set (a task that brings its own head)
+  HeadFactory head;                // registered under model_type when set (a task that brings its own head)
+  TaskOptionsReader read_options;  // unset: the task reads its split files (SplitFileOptions) and nothing else
 };
 
 void register_task(const std::string& name, TaskType type);
 std::vector<std::string> registered_tasks();
 
-// The config's task. A config error (naming file, line and key) when data.task is unknown or model.type is not the
-// head the task trains.
-std::unique_ptr<Task> make_task(const TaskContext& ctx);
+// The task's own keys of the data: block (`data` is that block). A config error naming data.task when it is unknown.
+std::shared_ptr<const TaskOptions> read_task_options(const std::string& task, const Config& data, bool check_files);
+
+// The config's task. A config error (naming file, line and key) when model.type is not the head the task trains.
+// `root` is the whole config (its model: block names the head).
+std::unique_ptr<Task> make_task(const Config& root, const TaskContext& ctx);
 
 }  // namespace hr
