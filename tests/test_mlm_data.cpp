@@ -1,7 +1,11 @@
-// The data layer of masked-language-model pretraining: corpus files into documents. Real input: Wikipedia text
-// (tests/fixtures/wiki_en_tiny).
+// The data layer of masked-language-model pretraining: corpus files into documents, the token cache (built once,
+// reused, rebuilt when stale or corrupt) and packing into [CLS] ... [SEP] rows. Real inputs: the BERT uncased
+// vocabulary and Wikipedia text (tests/fixtures/wiki_en_tiny).
 #include <doctest/doctest.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -10,8 +14,11 @@
 #include "tests/repo_files.h"
 #include "tests/temp_dir.h"
 #include "train/data/text_corpus.h"
+#include "train/data/token_cache.h"
+#include "train/tokenizer/tokenizer.h"
 
 using namespace hr;
+using hr::testing::data_file;
 using hr::testing::repo_path;
 using hr::testing::TempDir;
 namespace fs = std::filesystem;
@@ -25,7 +32,24 @@ std::string write_file(const std::string& path, const std::string& bytes) {
   return path;
 }
 
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 std::string corpus(const std::string& name) { return repo_path("tests/fixtures/wiki_en_tiny/" + name); }
+
+const Vocab& bert_vocab() {
+  static const Vocab v = Vocab::load(data_file("bert_vocab/bert-base-uncased-vocab.txt"));
+  return v;
+}
+
+const Tokenizer& bert() {
+  static const Tokenizer t(bert_vocab());
+  return t;
+}
 
 struct Read {
   std::vector<std::string> docs;
@@ -39,6 +63,33 @@ Read read_all(const std::string& path) {
   r.stats = read_documents(path, log, [&](std::string_view d) { r.docs.emplace_back(d); });
   r.log = log.str();
   return r;
+}
+
+// The stream a token cache of these documents must hold: their ids with one [SEP] between documents.
+std::vector<int32_t> expected_stream(const std::vector<std::string>& docs, const Tokenizer& tok) {
+  std::vector<int32_t> s;
+  for (size_t d = 0; d < docs.size(); ++d) {
+    if (d > 0) s.push_back(tok.vocab().sep_id());
+    for (int32_t id : tok.encode(docs[d]).ids) s.push_back(id);
+  }
+  return s;
+}
+
+std::vector<int32_t> stream_of(const TokenCache& c) {
+  std::vector<int32_t> s(static_cast<size_t>(c.size()));
+  c.copy(0, c.size(), s.data());
+  return s;
+}
+
+struct Opened {
+  TokenCache cache;
+  std::string log;
+};
+
+Opened open_cache(const std::vector<std::string>& files, const Tokenizer& tok, const std::string& dir) {
+  std::ostringstream log;
+  TokenCache c = TokenCache::open(files, tok, dir, log);
+  return {std::move(c), log.str()};
 }
 
 // doctest's Contains takes its own string type
@@ -142,4 +193,214 @@ TEST_CASE("read_documents: an invalid UTF-8 line is reported with file:line and 
   CHECK_FALSE(contains(m.log, ":21: invalid UTF-8"));
   CHECK(contains(m.log, "30 lines of invalid UTF-8 skipped in all"));
   REQUIRE(m.docs.size() == 1);
+}
+
+// ---- token cache and packing
+
+TEST_CASE("token cache: the documents' ids with one [SEP] between documents; packed rows [CLS] ... [SEP]") {
+  TempDir dir;
+  const std::vector<std::string> docs_a = {"The quick brown fox.\nIt jumps.", "Over the lazy dog"};
+  const std::vector<std::string> docs_b = {"Hello world", "Good morning", "unbelievably tokenised"};
+  const std::string a = write_file(dir / "a.txt", docs_a[0] + "\n\n" + docs_a[1] + "\n");
+  const std::string b = write_file(dir / "b.txt", docs_b[0] + "\n" + docs_b[1] + "\n" + docs_b[2] + "\n");
+  const Opened o = open_cache({a, b}, bert(), dir / "cache");
+  std::vector<std::string> docs = docs_a;
+  docs.insert(docs.end(), docs_b.begin(), docs_b.end());
+  const std::vector<int32_t> expected = expected_stream(docs, bert());
+  CHECK(stream_of(o.cache) == expected);
+  CHECK(o.cache.documents() == 5);
+  CHECK(o.cache.rules() == "mixed");
+  CHECK(o.cache.bytes_per_token() == 2);
+  CHECK(o.cache.at(o.cache.size() - 1) != bert_vocab().sep_id());  // no [SEP] after the last document
+  CHECK(o.cache.at(0) == expected[0]);
+  CHECK_THROWS_AS(o.cache.at(o.cache.size()), Error);
+  CHECK(fs::path(o.cache.path()).parent_path() == fs::path(dir / "cache"));
+
+  const int64_t n = o.cache.size();
+  REQUIRE(n >= 20);
+  const int64_t T = 8;  // 6 stream tokens a row
+  CHECK(packed_rows(n, T) == n / 6);
+  const int32_t cls = bert_vocab().cls_id(), sep = bert_vocab().sep_id();
+  for (int64_t row = 0; row < packed_rows(n, T); ++row) {
+    std::vector<int32_t> out(T + 1, -7);  // one past the row: must stay untouched
+    packed_row(o.cache, row, T, cls, sep, out.data());
+    CHECK(out[0] == cls);
+    CHECK(out[T - 1] == sep);
+    CHECK(out[T] == -7);
+    for (int64_t t = 0; t < T - 2; ++t) CHECK(out[1 + t] == expected[row * 6 + t]);
+  }
+  std::vector<int32_t> out(T);
+  CHECK_THROWS_AS(packed_row(o.cache, packed_rows(n, T), T, cls, sep, out.data()), Error);  // the remainder is dropped
+  CHECK(packed_rows(n, n + 2) == 1);      // exactly one full row
+  CHECK(packed_rows(n, n + 3) == 0);      // the stream fills no row
+  CHECK(packed_rows(0, 128) == 0);
+  CHECK(packed_rows(1000, 2) == 0);       // no room for a token
+}
+
+TEST_CASE("token cache: reused when fresh, rebuilt with a note when stale or corrupt") {
+  TempDir dir;
+  const std::string text = "First article\nsome text here.\n\nSecond article\nmore words, and more.\n";
+  const std::string file = write_file(dir / "corpus.txt", text);
+  const std::string cache_dir = dir / "cache";
+  const std::vector<int32_t> expected = expected_stream(read_all(file).docs, bert());
+
+  const Opened first = open_cache({file}, bert(), cache_dir);
+  CHECK(first.cache.built());
+  CHECK(contains(first.log, "tokenising 1 file"));
+  const std::string path = first.cache.path();
+  CHECK(stream_of(first.cache) == expected);
+
+  SUBCASE("a second open maps it without tokenising") {
+    const Opened second = open_cache({file}, bert(), cache_dir);
+    CHECK_FALSE(second.cache.built());
+    CHECK(second.log.empty());
+    CHECK(second.cache.path() == path);
+    CHECK(stream_of(second.cache) == expected);
+    CHECK(second.cache.rules() == "blank-line");
+  }
+  SUBCASE("another vocabulary gets its own cache") {
+    std::vector<std::string> tokens = bert_vocab().tokens();
+    tokens.push_back("headroomtoken");
+    const Tokenizer other{Vocab(tokens)};
+    const Opened o = open_cache({file}, other, cache_dir);
+    CHECK(o.cache.built());
+    CHECK(o.cache.path() != path);
+    // a cache of the other vocabulary found under this name (a hash collision) is stale, not used
+    fs::copy_file(path, o.cache.path(), fs::copy_options::overwrite_existing);
+    const Opened again = open_cache({file}, other, cache_dir);
+    CHECK(again.cache.built());
+    CHECK(contains(again.log, "is stale (tokenised with another vocabulary), rebuilding"));
+    // the tokenizer's lower-casing is part of the vocabulary's identity
+    const Tokenizer cased{bert_vocab(), BasicTokenizer(false)};
+    CHECK(open_cache({file}, cased, cache_dir).cache.path() != path);
+  }
+  SUBCASE("a touched corpus file") {
+    fs::last_write_time(file, fs::last_write_time(file) + std::chrono::seconds(5));
+    const Opened o = open_cache({file}, bert(), cache_dir);
+    CHECK(o.cache.built());
+    CHECK(contains(o.log, "token cache " + path + " is stale (" + fs::absolute(file).string() +
+                              " was modified (mtime changed)), rebuilding"));
+    CHECK(stream_of(o.cache) == expected);
+    CHECK_FALSE(open_cache({file}, bert(), cache_dir).cache.built());
+  }
+  SUBCASE("a rewritten corpus file") {
+    write_file(file, text + "\nThird article\nnew.\n");
+    const Opened o = open_cache({file}, bert(), cache_dir);
+    CHECK(o.cache.built());
+    CHECK(contains(o.log, "is stale ("));
+    CHECK(contains(o.log, "changed size"));
+    CHECK(o.cache.documents() == 3);
+    CHECK(stream_of(o.cache) == expected_stream(read_all(file).docs, bert()));
+  }
+  SUBCASE("a flipped byte in the token data fails the checksum") {
+    std::string bytes = read_bytes(path);
+    bytes[bytes.size() - 1] ^= 0x01;
+    write_file(path, bytes);
+    const Opened o = open_cache({file}, bert(), cache_dir);
+    CHECK(o.cache.built());
+    CHECK(contains(o.log, "token cache " + path + " is corrupt (token data checksum mismatch), rebuilding"));
+    CHECK(stream_of(o.cache) == expected);
+  }
+  SUBCASE("a flipped byte in the header") {
+    std::string bytes = read_bytes(path);
+    bytes[17] ^= 0x01;  // the token count
+    write_file(path, bytes);
+    const Opened o = open_cache({file}, bert(), cache_dir);
+    CHECK(contains(o.log, "is corrupt (header checksum mismatch), rebuilding"));
+    CHECK(stream_of(o.cache) == expected);
+  }
+  SUBCASE("a truncated cache") {
+    fs::resize_file(path, fs::file_size(path) - 1);
+    Opened o = open_cache({file}, bert(), cache_dir);
+    CHECK(o.cache.built());
+    CHECK(contains(o.log, "is corrupt ("));
+    CHECK(contains(o.log, "(truncated)), rebuilding"));
+    CHECK(stream_of(o.cache) == expected);
+    fs::resize_file(path, 10);
+    o = open_cache({file}, bert(), cache_dir);
+    CHECK(contains(o.log, "is corrupt (truncated to 10 bytes), rebuilding"));
+    CHECK(stream_of(o.cache) == expected);
+  }
+  SUBCASE("another file's bytes") {
+    write_file(path, std::string(200, 'z'));
+    const Opened o = open_cache({file}, bert(), cache_dir);
+    CHECK(contains(o.log, "is corrupt (bad magic), rebuilding"));
+    CHECK(stream_of(o.cache) == expected);
+  }
+  SUBCASE("a killed build's temp file is removed, a live one's is kept") {
+    const std::string dead = path + ".tmp-999999999";  // above any pid_max
+    const std::string live = path + ".tmp-" + std::to_string(::getppid());
+    write_file(dead, "half");
+    write_file(live, "half");
+    fs::remove(path);
+    CHECK(open_cache({file}, bert(), cache_dir).cache.built());
+    CHECK_FALSE(fs::exists(dead));
+    CHECK(fs::exists(live));
+  }
+}
+
+TEST_CASE("token cache: beside the first file by default; distinct corpora never share a cache") {
+  TempDir dir;
+  const std::string a = write_file(dir / "a.txt", "alpha beta\n");
+  const std::string b = write_file(dir / "b.txt", "gamma delta\n");
+  const Opened ab = open_cache({a, b}, bert(), "");
+  CHECK(fs::path(ab.cache.path()).parent_path() == dir.path);
+  const Opened ba = open_cache({b, a}, bert(), "");
+  const Opened only_a = open_cache({a}, bert(), "");
+  CHECK(ab.cache.path() != ba.cache.path());
+  CHECK(ab.cache.path() != only_a.cache.path());
+  CHECK(stream_of(ba.cache) == expected_stream({"gamma delta", "alpha beta"}, bert()));
+  CHECK(ab.cache.rules() == "line");
+}
+
+TEST_CASE("token cache: in $XDG_CACHE_HOME/headroom when the first file's directory is read-only") {
+  if (::geteuid() == 0) {
+    MESSAGE("skipped: root writes into read-only directories");
+    return;
+  }
+  TempDir dir;
+  fs::create_directory(dir / "ro");
+  const std::string file = write_file(dir / "ro/corpus.txt", "some text\n");
+  fs::permissions(dir / "ro", fs::perms::owner_write, fs::perm_options::remove);
+  const char* old = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = old ? old : "";
+  ::setenv("XDG_CACHE_HOME", (dir / "xdg").c_str(), 1);
+  const Opened o = open_cache({file}, bert(), "");
+  if (old) ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  else ::unsetenv("XDG_CACHE_HOME");
+  fs::permissions(dir / "ro", fs::perms::owner_write, fs::perm_options::add);
+  CHECK(fs::path(o.cache.path()).parent_path() == fs::path(dir / "xdg/headroom"));
+  CHECK(stream_of(o.cache) == expected_stream({"some text"}, bert()));
+}
+
+TEST_CASE("token cache: uint32 storage for a vocabulary of more than 65536 tokens") {
+  TempDir dir;
+  std::vector<std::string> tokens = bert_vocab().tokens();
+  for (int i = 0; tokens.size() < 70000; ++i) tokens.push_back("xq" + std::to_string(i));
+  const Tokenizer big{Vocab(tokens)};
+  const std::string file = write_file(dir / "big.txt", "xq39000 hello xq39477\nxq12 world\n");
+  const Opened o = open_cache({file}, big, dir / "cache");
+  CHECK(o.cache.bytes_per_token() == 4);
+  const std::vector<int32_t> expected = expected_stream({"xq39000 hello xq39477", "xq12 world"}, big);
+  CHECK(std::count_if(expected.begin(), expected.end(), [](int32_t id) { return id > 65535; }) == 2);
+  CHECK(stream_of(o.cache) == expected);
+  const Opened again = open_cache({file}, big, dir / "cache");
+  CHECK_FALSE(again.cache.built());
+  CHECK(stream_of(again.cache) == expected);
+}
+
+TEST_CASE("token cache: the Wikipedia fixture, and the build rate of tiny.txt") {
+  TempDir dir;
+  const Opened head = open_cache({corpus("head.txt")}, bert(), dir.path.string());
+  CHECK(head.cache.documents() == 6);
+  CHECK(head.cache.rules() == "blank-line");
+  CHECK(stream_of(head.cache) == expected_stream(read_all(corpus("head.txt")).docs, bert()));
+
+  const auto start = std::chrono::steady_clock::now();
+  const Opened tiny = open_cache({corpus("tiny.txt")}, bert(), dir.path.string());
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(tiny.cache.documents() == 25);
+  MESSAGE("token cache of tiny.txt (" << fs::file_size(corpus("tiny.txt")) << " bytes): " << tiny.cache.size()
+                                      << " tokens in " << s << " s, " << static_cast<int64_t>(tiny.cache.size() / s)
+                                      << " tokens/s");
 }
