@@ -1,10 +1,12 @@
 // The data layer of masked-language-model pretraining: corpus files into documents, the token cache (built once,
-// reused, rebuilt when stale or corrupt) and packing into [CLS] ... [SEP] rows. Real inputs: the BERT uncased
-// vocabulary and Wikipedia text (tests/fixtures/wiki_en_tiny).
+// reused, rebuilt when stale or corrupt), packing into [CLS] ... [SEP] rows, and BERT's masking, checked against its
+// probabilities over many draws. Real inputs: the BERT uncased vocabulary and Wikipedia text
+// (tests/fixtures/wiki_en_tiny).
 #include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +15,7 @@
 #include "kernels/base/error.h"
 #include "tests/repo_files.h"
 #include "tests/temp_dir.h"
+#include "train/data/mlm_masking.h"
 #include "train/data/text_corpus.h"
 #include "train/data/token_cache.h"
 #include "train/tokenizer/tokenizer.h"
@@ -403,4 +406,192 @@ TEST_CASE("token cache: the Wikipedia fixture, and the build rate of tiny.txt") 
   MESSAGE("token cache of tiny.txt (" << fs::file_size(corpus("tiny.txt")) << " bytes): " << tiny.cache.size()
                                       << " tokens in " << s << " s, " << static_cast<int64_t>(tiny.cache.size() / s)
                                       << " tokens/s");
+}
+
+// ---- masking
+
+namespace {
+
+MlmVocabInfo bert_info(bool whole_word = false) { return MlmVocabInfo::from(bert_vocab(), whole_word, "model.vocab"); }
+
+// Rows of real text: the fixture's stream packed at T = 128.
+std::vector<std::vector<int32_t>> fixture_rows(int64_t T) {
+  static TempDir dir;
+  std::ostringstream log;
+  const TokenCache c = TokenCache::open({corpus("head.txt")}, bert(), dir.path.string(), log);
+  std::vector<std::vector<int32_t>> rows;
+  for (int64_t r = 0; r < packed_rows(c.size(), T); ++r) {
+    rows.emplace_back(T);
+    packed_row(c, r, T, bert_vocab().cls_id(), bert_vocab().sep_id(), rows.back().data());
+  }
+  return rows;
+}
+
+// |observed - expected| within 5 binomial standard deviations
+void check_rate(int64_t hits, int64_t trials, double p, const char* what) {
+  const double sd = std::sqrt(p * (1 - p) / static_cast<double>(trials));
+  const double rate = static_cast<double>(hits) / static_cast<double>(trials);
+  INFO(what << ": " << hits << " of " << trials << " = " << rate << ", expected " << p << " +- 5 x " << sd);
+  CHECK(std::abs(rate - p) <= 5 * sd);
+}
+
+}  // namespace
+
+TEST_CASE("mlm_mask_row: the chosen fraction and the 80/10/10 split over many draws") {
+  const MlmVocabInfo info = bert_info();
+  CHECK(info.mask_id == 103);
+  CHECK(info.vocab_size == 30522);
+  for (int32_t id : {0, 100, 101, 102, 103}) CHECK(info.special[id] == 1);
+  CHECK(info.special[1996] == 0);  // "the"
+  CHECK(info.continuation[bert_vocab().id("##s")] == 1);
+  CHECK(info.continuation[bert_vocab().id("#")] == 0);
+
+  const int64_t T = 128;
+  const auto rows = fixture_rows(T);
+  REQUIRE(rows.size() > 100);
+  for (const MlmMaskOptions o : {MlmMaskOptions{}, MlmMaskOptions{0.3f, 0.5f, 0.3f, false}}) {
+    int64_t candidates = 0, chosen = 0, masked = 0, randomised = 0, kept = 0, specials = 0;
+    double random_id_sum = 0;
+    uint64_t draw = 0;
+    for (int pass = 0; pass < 8; ++pass) {
+      for (const auto& row : rows) {
+        std::vector<int32_t> ids = row, labels(T, 7);
+        const int64_t n = mlm_mask_row(o, info, 1234, draw++, ids.data(), labels.data(), T);
+        int64_t labelled = 0;
+        for (int64_t t = 0; t < T; ++t) {
+          if (info.special[row[t]]) {
+            ++specials;
+            CHECK(labels[t] == -100);  // never chosen
+            CHECK(ids[t] == row[t]);
+            continue;
+          }
+          ++candidates;
+          if (labels[t] == -100) {
+            CHECK(ids[t] == row[t]);  // not chosen: untouched
+            continue;
+          }
+          ++labelled;
+          CHECK(labels[t] == row[t]);
+          if (ids[t] == info.mask_id) ++masked;
+          else if (ids[t] == row[t]) ++kept;
+          else ++randomised, random_id_sum += ids[t];
+        }
+        CHECK(n == labelled);
+        chosen += labelled;
+      }
+    }
+    CHECK(specials >= static_cast<int64_t>(2 * rows.size() * 8));
+    check_rate(chosen, candidates, o.probability, "chosen");
+    // a random draw lands on [MASK] or on the original id with probability 1/V each
+    const double r = o.random, V = info.vocab_size;
+    check_rate(masked, chosen, o.mask + r / V, "[MASK]");
+    check_rate(randomised, chosen, r * (1 - 2 / V), "random");
+    check_rate(kept, chosen, 1 - o.mask - r + r / V, "unchanged");
+    const double mean = random_id_sum / static_cast<double>(randomised);
+    const double sd = V / std::sqrt(12.0 * static_cast<double>(randomised));
+    INFO("mean random id " << mean);
+    CHECK(std::abs(mean - (V - 1) / 2) <= 5 * sd);  // uniform over [0, V)
+  }
+}
+
+TEST_CASE("mlm_mask_row: a pure function of (seed, draw index, position)") {
+  const MlmVocabInfo info = bert_info();
+  const MlmMaskOptions o;
+  const auto rows = fixture_rows(128);
+  const auto masked = [&](uint64_t seed, uint64_t draw, int64_t T = 128) {
+    std::vector<int32_t> ids(rows[3].begin(), rows[3].begin() + T), labels(T);
+    mlm_mask_row(o, info, seed, draw, ids.data(), labels.data(), T);
+    return std::make_pair(ids, labels);
+  };
+  CHECK(masked(7, 42) == masked(7, 42));
+  CHECK(masked(7, 42).second != masked(7, 43).second);
+  CHECK(masked(7, 42).second != masked(8, 42).second);
+  // a position's draws do not depend on the row's length
+  const auto whole = masked(7, 42), half = masked(7, 42, 64);
+  CHECK(std::vector<int32_t>(whole.first.begin(), whole.first.begin() + 64) == half.first);
+  CHECK(std::vector<int32_t>(whole.second.begin(), whole.second.begin() + 64) == half.second);
+  // a known draw: pins the counter scheme, so a change to it (which would change resumed runs) is seen
+  std::vector<int32_t> ids = {101, 1996, 4248, 2829, 4419, 14523, 2058, 1996, 13971, 3899, 1012, 102};
+  std::vector<int32_t> labels(ids.size());
+  const int64_t n = mlm_mask_row(MlmMaskOptions{0.5f, 0.8f, 0.1f, false}, info, 1, 0, ids.data(), labels.data(),
+                                 static_cast<int64_t>(ids.size()));
+  CHECK(n == 4);
+  CHECK(ids == std::vector<int32_t>{101, 1996, 4248, 103, 4419, 14523, 2058, 11977, 3277, 103, 1012, 102});
+  CHECK(labels == std::vector<int32_t>{-100, -100, -100, 2829, -100, -100, -100, 1996, 13971, 3899, -100, -100});
+}
+
+TEST_CASE("mlm_mask_row: whole-word masking never splits a word") {
+  const MlmVocabInfo info = bert_info(true);
+  MlmMaskOptions o;
+  o.whole_word = true;
+  const int64_t T = 128;
+  const auto rows = fixture_rows(T);
+  int64_t words = 0, chosen_words = 0, multi_piece_chosen = 0, masked = 0, chosen_tokens = 0;
+  uint64_t draw = 0;
+  for (int pass = 0; pass < 4; ++pass) {
+    for (const auto& row : rows) {
+      std::vector<int32_t> ids = row, labels(T);
+      const int64_t n = mlm_mask_row(o, info, 99, draw++, ids.data(), labels.data(), T);
+      int64_t labelled = 0;
+      for (int64_t t = 0; t < T;) {
+        if (info.special[row[t]]) {
+          CHECK(labels[t] == -100);
+          ++t;
+          continue;
+        }
+        int64_t end = t + 1;  // the word: this token and the "##" pieces after it
+        while (end < T && !info.special[row[end]] && info.continuation[row[end]]) ++end;
+        const bool chosen = labels[t] != -100;
+        for (int64_t k = t; k < end; ++k) {
+          CHECK((labels[k] != -100) == chosen);
+          if (labels[k] != -100) {
+            CHECK(labels[k] == row[k]);
+            ++labelled;
+            masked += ids[k] == info.mask_id;
+          }
+        }
+        ++words;
+        chosen_words += chosen;
+        chosen_tokens += chosen ? end - t : 0;
+        multi_piece_chosen += chosen && end - t > 1;
+        t = end;
+      }
+      CHECK(n == labelled);
+    }
+  }
+  check_rate(chosen_words, words, o.probability, "chosen words");
+  CHECK(multi_piece_chosen > 50);
+  check_rate(masked, chosen_tokens, o.mask + o.random / info.vocab_size, "[MASK] of chosen tokens");  // per token
+}
+
+TEST_CASE("MLM options and vocabulary: errors name their keys") {
+  CHECK_NOTHROW(check_mlm_options(MlmMaskOptions{}));
+  CHECK_NOTHROW(check_mlm_options(MlmMaskOptions{0.15f, 1.f, 0.f, false}));
+  CHECK_NOTHROW(check_mlm_options(MlmMaskOptions{0.15f, 0.f, 1.f, false}));
+  CHECK_THROWS_WITH_AS(check_mlm_options(MlmMaskOptions{0.f, 0.8f, 0.1f, false}),
+                       "data.mlm.probability: must be in (0, 1), got 0", ConfigError);
+  CHECK_THROWS_WITH_AS(check_mlm_options(MlmMaskOptions{1.f, 0.8f, 0.1f, false}),
+                       "data.mlm.probability: must be in (0, 1), got 1", ConfigError);
+  CHECK_THROWS_WITH_AS(check_mlm_options(MlmMaskOptions{NAN, 0.8f, 0.1f, false}),
+                       has("data.mlm.probability: must be in (0, 1)"), ConfigError);
+  CHECK_THROWS_WITH_AS(check_mlm_options(MlmMaskOptions{0.15f, -0.1f, 0.1f, false}),
+                       "data.mlm.mask: must be in [0, 1], got -0.1", ConfigError);
+  CHECK_THROWS_WITH_AS(check_mlm_options(MlmMaskOptions{0.15f, 0.8f, 1.5f, false}),
+                       "data.mlm.random: must be in [0, 1], got 1.5", ConfigError);
+  CHECK_THROWS_WITH_AS(check_mlm_options(MlmMaskOptions{0.15f, 0.8f, 0.3f, false}),
+                       has("data.mlm.mask + data.mlm.random: must be at most 1"), ConfigError);
+
+  const Vocab no_mask({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "##s"});
+  CHECK_THROWS_WITH_AS(MlmVocabInfo::from(no_mask, false, "model.vocab"),
+                       has("model.vocab: the vocabulary (6 tokens) has no [MASK] token"), ConfigError);
+  const Vocab no_pieces({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "##"});
+  CHECK_NOTHROW(MlmVocabInfo::from(no_pieces, false, "model.vocab"));
+  CHECK_THROWS_WITH_AS(MlmVocabInfo::from(no_pieces, true, "data.mlm.whole_word"),
+                       has("data.mlm.whole_word: whole-word masking needs \"##\" continuation pieces"),
+                       ConfigError);
+  // an id outside the vocabulary is a clear error, not a read past the tables
+  const MlmVocabInfo info = bert_info();
+  std::vector<int32_t> ids = {101, 40000, 102}, labels(3);
+  CHECK_THROWS_WITH_AS(mlm_mask_row(MlmMaskOptions{}, info, 0, 0, ids.data(), labels.data(), 3),
+                       has("token id 40000 at position 1 outside the vocabulary of 30522"), Error);
 }
