@@ -80,18 +80,11 @@ void fsync_directory_of(const std::string& path) {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
+void write_file_atomically_fd(const std::string& path, const std::function<void(int fd)>& write) {
   TempFileGuard temp{path + ".tmp-" + std::to_string(::getpid())};
   temp.fd = ::open(temp.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (temp.fd < 0) throw Error("cannot write " + path + ": cannot create " + temp.path + ": " + errno_text(errno));
-
-  FdStreamBuf buf(temp.fd);
-  std::ostream out(&buf);
-  write(out);
-  out.flush();
-  if (!out) {
-    throw Error("cannot write " + path + ": " + (buf.error() ? errno_text(buf.error()) : "stream error while writing"));
-  }
+  write(temp.fd);
   if (::fsync(temp.fd) != 0) throw Error("cannot write " + path + ": fsync failed: " + errno_text(errno));
   int fd = temp.fd;
   temp.fd = -1;
@@ -101,6 +94,19 @@ void write_file_atomically(const std::string& path, const std::function<void(std
   }
   temp.renamed = true;
   fsync_directory_of(path);
+}
+
+void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  write_file_atomically_fd(path, [&](int fd) {
+    FdStreamBuf buf(fd);
+    std::ostream out(&buf);
+    write(out);
+    out.flush();
+    if (!out) {
+      throw Error("cannot write " + path + ": " +
+                  (buf.error() ? errno_text(buf.error()) : "stream error while writing"));
+    }
+  });
 }
 
 }  // namespace hr

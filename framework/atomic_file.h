@@ -14,4 +14,8 @@ namespace hr {
 // itself is rethrown unchanged).
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write);
 
+// The same for writers that need the file descriptor, to seek or pwrite (a header whose checksum is known last):
+// `write` gets the temp file's descriptor, open for writing, and must not close it.
+void write_file_atomically_fd(const std::string& path, const std::function<void(int fd)>& write);
+
 }  // namespace hr
