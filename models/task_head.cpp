@@ -1,6 +1,7 @@
 #include "models/task_head.h"
 
 #include "framework/registry.h"
+#include "models/mlm_head.h"
 #include "models/task_heads.h"
 
 namespace hr {
@@ -12,6 +13,7 @@ Registry<HeadFactory>& heads() {
   static Registry<HeadFactory> r([](Registry<HeadFactory>& r) {
     r.add("encoder_classifier", make_sequence_classifier_head);
     r.add("encoder_span_qa", make_span_head);
+    r.add("encoder_mlm", make_mlm_head);
   });
   return r;
 }

@@ -33,6 +33,8 @@ struct HeadSettings {
   int64_t d_model = 0;
   float dropout = 0.f;
   ModelDims dims;
+  float layer_norm_eps = 1e-5f;
+  Tensor* token_embeddings = nullptr;  // (V, D): the model's token table, for a head tied to it (MLM's decoder)
 };
 using HeadFactory = std::function<std::unique_ptr<TaskHead>(const Config& model_block, const HeadSettings& settings)>;
 
