@@ -2,6 +2,7 @@
 
 #include "framework/registry.h"
 #include "train/tasks/classification_task.h"
+#include "train/tasks/mlm_task.h"
 #include "train/tasks/qa_task.h"
 
 namespace hr {
@@ -19,6 +20,7 @@ Registry<TaskType>& tasks() {
   static Registry<TaskType> r([](Registry<TaskType>& r) {
     add(r, "classification", {"encoder_classifier", make_classification_task, nullptr, ClassificationOptions::read});
     add(r, "squad", {"encoder_span_qa", make_qa_task, nullptr, QaOptions::read});
+    add(r, "mlm", {"encoder_mlm", make_mlm_task, nullptr, MlmOptions::read});
   });
   return r;
 }
