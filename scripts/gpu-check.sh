@@ -98,6 +98,9 @@ bench=(bench configs/bert-base.yaml --batch 32 --seq-len 128 --vocab 30522 --cla
 stage bench-fp32 60 env HR_CUDA_TF32=0 "${run[@]}" headroom "${bench[@]}"
 stage bench-tf32 60 env HR_CUDA_TF32=1 "${run[@]}" headroom "${bench[@]}"
 stage bench-bf16 60 env HR_CUDA_TF32=0 "${run[@]}" headroom "${bench[@]}" --precision bf16
+# BERT-base-shaped MLM pretraining step (BertForMaskedLM, one position in 7 decoded through the tied 30522-token decoder)
+stage bench-mlm-bf16 60 env HR_CUDA_TF32=0 "${run[@]}" headroom bench configs/bert-base-mlm.yaml --batch 32 \
+  --seq-len 128 --vocab 30522 --steps 10 --warmup 3 --json --precision bf16
 stage torch 75 python3 scripts/torch_step.py --batch 32 --seq-len 128 --steps 10 --warmup 3
 
 # ---- the table: from whatever the timing stages printed
@@ -123,6 +126,7 @@ def cell(j, key, scale=1.0, fmt="{:.1f}"):
 runs = [("headroom FP32", j) for j in json_lines("*-bench-fp32.log")]
 runs += [("headroom TF32 (HR_CUDA_TF32=1)", j) for j in json_lines("*-bench-tf32.log")]
 runs += [("headroom bf16 (--precision bf16)", j) for j in json_lines("*-bench-bf16.log")]
+runs += [("headroom bf16, MLM pretraining step", j) for j in json_lines("*-bench-mlm-bf16.log")]
 runs += [(f"{j.get('framework', 'pytorch')}, {j.get('attention')} attention, {'TF32' if j.get('tf32') else 'FP32'}", j)
          for j in json_lines("*-torch.log")]
 device = next((j["device"] for _, j in runs if "device" in j), "the device")

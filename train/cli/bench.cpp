@@ -21,6 +21,7 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--inference-runs", o->inference_runs, "timed batch inference passes (default: --steps)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", o->json, "print one JSON object");
+  cmd->add_flag("--mlm-dense", o->mlm_dense, "an MLM model decodes every position (default: one in 7, as pretraining)");
   cmd->add_flag("--kernels", o->kernels, "also time elementwise, row and optimizer kernels alone on the config's shapes");
   return {cmd, [o] { return bench_command(*o); }};
 }

@@ -14,6 +14,7 @@
 #include "framework/optim.h"
 #include "framework/random.h"
 #include "models/encoder_model.h"
+#include "models/mlm_head.h"
 #include "train/run/run_config.h"
 #include "framework/distributed/communicator.h"
 #include "train/run/data_parallel.h"
@@ -122,8 +123,14 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+std::vector<int64_t> bench_mlm_positions(int64_t n) {
+  std::vector<int64_t> p;
+  for (int64_t i = 3; i < n; i += 7) p.push_back(i);
+  return p;
+}
+
 TrainingTiming time_training_steps(EncoderModel& model, int64_t B, int64_t T, int64_t vocab, int64_t warmup,
-                                   int64_t steps, Communicator* comm, double bucket_mb, bool overlap) {
+                                   int64_t steps, Communicator* comm, double bucket_mb, bool overlap, bool mlm_dense) {
   const Device d = model.device();
   const NamedTensors params = model.named_parameters();
   AdamW adamw(params, matrix_decay_flags(params), AdamWOptions{});
@@ -151,9 +158,12 @@ TrainingTiming time_training_steps(EncoderModel& model, int64_t B, int64_t T, in
   // A loss for any head: cross-entropy over the output's last dimension (classes, or start/end for a span head), with
   // labels cycling through it; the step's work is the model's, whichever loss the task would use.
   Tensor labels;
+  const auto* mlm = mlm_dense ? nullptr : dynamic_cast<const MlmHead*>(&model.head());
+  const std::vector<int64_t> positions = bench_mlm_positions(rows * T);
   auto loss = [&](int64_t) {
     BatchRowsScope scope(parallel ? BatchRows{first, rows, B} : BatchRows{});
-    const Tensor out = model.forward(in);  // e.g. (b, classes) or (b, T, 2)
+    // e.g. (b, classes), (b, T, 2), or an MLM head's (masked positions, V)
+    const Tensor out = mlm ? mlm->logits_at(model.hidden_states(in), positions) : model.forward(in);
     const int64_t C = out.dim(-1), n = out.numel() / C;
     if (!labels.defined()) {
       std::vector<int32_t> ids(static_cast<size_t>(n));
@@ -235,15 +245,20 @@ int bench_command(const BenchOptions& opt) {
   // model FLOPs per training step: 3x the forward (forward + backward for inputs and weights)
   double fwd_per_token = 0;
   for (const auto& s : model->layer_stats(T)) fwd_per_token += s.attention_flops + s.ffn_flops;
-  const double fwd_flops = fwd_per_token * static_cast<double>(B * T) +
-                           2.0 * static_cast<double>(B * model->d_model() * opt.classes);
+  const double D = static_cast<double>(model->d_model());
+  const auto* mlm = dynamic_cast<const MlmHead*>(&model->head());
+  const double head_flops =  // the MLM head: dense D x D and the decoder D x V at every decoded position
+      mlm ? static_cast<double>(opt.mlm_dense ? B * T : static_cast<int64_t>(bench_mlm_positions(B * T).size())) *
+                (2.0 * D * D + 2.0 * D * static_cast<double>(mlm->bias.dim(0)))
+          : 2.0 * static_cast<double>(B) * D * static_cast<double>(opt.classes);
+  const double fwd_flops = fwd_per_token * static_cast<double>(B * T) + head_flops;
   const double train_flops = 3.0 * fwd_flops;
 
   // under mpirun: the ranks split the batch as `headroom train` does; the report is rank 0's
   const std::unique_ptr<Communicator> comm = make_communicator(d, rc.train.dp_timeout_s);
   if (comm->size() > 1) broadcast_parameters(*comm, model->parameters());
   const TrainingTiming timing = time_training_steps(*model, B, T, opt.vocab, opt.warmup, opt.steps, comm.get(),
-                                                    rc.train.dp_bucket_mb, rc.train.dp_overlap);
+                                                    rc.train.dp_bucket_mb, rc.train.dp_overlap, opt.mlm_dense);
   if (comm->size() > 1) return report_data_parallel(opt, *comm, timing, B, T, train_flops);
   const std::vector<double>& step_s = timing.step_seconds;
   const size_t steady_allocs = timing.system_allocations;

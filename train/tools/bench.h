@@ -17,6 +17,7 @@ struct BenchOptions {
   int64_t inference_runs = 0;  // timed batch inference passes; 0: as many as `steps`
   bool json = false;
   bool kernels = false;  // also time the backend's non-gemm kernels alone (train/tools/kernel_bench.h)
+  bool mlm_dense = false;  // an MLM model decodes every position instead of the masked ones (to measure what that costs)
 };
 
 int bench_command(const BenchOptions& opt);
@@ -40,9 +41,13 @@ struct TrainingTiming {
   int buckets = 0;
 };
 class Communicator;
+// An MLM model (model.type encoder_mlm) decodes one position in 7 (pretraining's 15% of the tokens) as training
+// does, or with `mlm_dense` every position.
 TrainingTiming time_training_steps(EncoderModel& model, int64_t B, int64_t T, int64_t vocab, int64_t warmup,
                                    int64_t steps, Communicator* comm = nullptr, double bucket_mb = 25,
-                                   bool overlap = true);
+                                   bool overlap = true, bool mlm_dense = false);
+// The positions an MLM bench step decodes: one in 7 of n, as pretraining chooses 15% of the tokens.
+std::vector<int64_t> bench_mlm_positions(int64_t n);
 double median(std::vector<double> v);
 // p50 and p95 (ms) of the same, for latency tables.
 std::pair<double, double> forward_latency_percentiles_ms(EncoderModel& model, int64_t B, int64_t T, int64_t vocab,
