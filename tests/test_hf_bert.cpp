@@ -708,3 +708,69 @@ TEST_CASE("a sentence-transformers directory: its mean pooling is the classifier
   CHECK(read_file(d / "pooler/config.yaml").find("pooling: cls_pooler") != std::string::npos);
   CHECK(headroom("import-hf " + quote(dir) + " --task span_qa --pooling mean --out " + quote(d / "qa")).code == 2);
 }
+
+TEST_CASE("headroom tokenize and embed: the run's ids, hidden states of padded batches, pooled embeddings") {
+  TempDir d;
+  // an imported BertModel (its run has no classifier yet) and a fine-tuned classifier both embed
+  const std::string dir = bert_model_copy(d, "embed");
+  REQUIRE(headroom("import-hf " + quote(dir) + " --out " + quote(d / "run")).code == 0);
+  const std::vector<std::string> texts = {"where was the king born?", "Paris", "the oldest river of England is known"};
+  std::string lines;
+  for (const auto& t : texts) lines += t + "\n";
+  write_file(d / "texts.txt", lines);
+
+  Result r = shell(quote(std::string(std::getenv("HR_BUILD_ROOT")) + "/headroom") + " tokenize --special --run " +
+                   quote(d / "run") + " < " + quote(d / "texts.txt"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const auto first = nlohmann::json::parse(r.output.substr(0, r.output.find('\n')));
+  CHECK(first["tokens"] == nlohmann::json{"[CLS]", "where", "was", "the", "king", "born", "?", "[SEP]"});
+
+  const std::string hr = quote(std::string(std::getenv("HR_BUILD_ROOT")) + "/headroom");
+  for (const char* pooling : {"none", "mean", "cls"}) {
+    r = shell(hr + " embed --run " + quote(d / "run") + " --batch-size 2 --pooling " + pooling + " --out " +
+              quote(d / (std::string(pooling) + ".safetensors")) + " < " + quote(d / "texts.txt"));
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+  }
+  // each text alone, in process
+  import_hf_bert({hf_fixture("bert_tiny_cls"), d / "cls", "", ""});  // the same encoder, with its classifier
+  LoadedRun run = load_run(d / "cls", "best", /*load_data=*/false);
+  run.model->eval();
+  NoGradGuard ng;
+  const SafeTensorsFile none = read_safetensors(d / "none.safetensors"), mean = read_safetensors(d / "mean.safetensors"),
+                        cls = read_safetensors(d / "cls.safetensors");
+  const auto& h = none.tensors.at("last_hidden_state");
+  REQUIRE(h.shape == std::vector<int64_t>{3, 9, 32});  // the longest text: 7 pieces + [CLS] [SEP]
+  const std::vector<float> hidden = to_f32(h), means = to_f32(mean.tensors.at("embeddings")),
+                           clss = to_f32(cls.tensors.at("embeddings"));
+  const std::vector<int64_t> ids = to_i64(none.tensors.at("input_ids")), mask = to_i64(none.tensors.at("attention_mask"));
+  for (size_t i = 0; i < texts.size(); ++i) {
+    CAPTURE(i);
+    std::vector<int32_t> row = run.tokenizer->encode(texts[i]).ids;
+    row.insert(row.begin(), run.tokenizer->vocab().cls_id());
+    row.push_back(run.tokenizer->vocab().sep_id());
+    const int64_t len = static_cast<int64_t>(row.size());
+    for (int64_t t = 0; t < 9; ++t) {
+      CHECK(mask[i * 9 + static_cast<size_t>(t)] == (t < len ? 1 : 0));
+      CHECK(ids[i * 9 + static_cast<size_t>(t)] == (t < len ? row[static_cast<size_t>(t)] : 0));
+    }
+    const std::vector<float> alone = run.model->hidden_states(make_encoder_input({row}, 0, Device::CPU)).to_vector();
+    const std::vector<float> got(hidden.begin() + static_cast<int64_t>(i) * 9 * 32,
+                                 hidden.begin() + static_cast<int64_t>(i) * 9 * 32 + len * 32);
+    CHECK(max_abs_diff(got, alone) <= 1e-5f);
+    std::vector<float> m(32, 0.f);
+    for (int64_t t = 0; t < len; ++t)
+      for (size_t k = 0; k < 32; ++k) m[k] += alone[static_cast<size_t>(t) * 32 + k] / static_cast<float>(len);
+    CHECK(max_abs_diff(std::vector<float>(means.begin() + static_cast<int64_t>(i) * 32,
+                                          means.begin() + static_cast<int64_t>(i + 1) * 32), m) <= 1e-5f);
+    CHECK(max_abs_diff(std::vector<float>(clss.begin() + static_cast<int64_t>(i) * 32,
+                                          clss.begin() + static_cast<int64_t>(i + 1) * 32),
+                       std::vector<float>(alone.begin(), alone.begin() + 32)) <= 1e-5f);
+  }
+  r = shell(hr + " embed --run " + quote(d / "run") + " --pooling mean --normalize --out " + quote(d / "n.safetensors") +
+            " < " + quote(d / "texts.txt"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const std::vector<float> unit = to_f32(read_safetensors(d / "n.safetensors").tensors.at("embeddings"));
+  double norm = 0;
+  for (size_t k = 0; k < 32; ++k) norm += static_cast<double>(unit[k]) * unit[k];
+  CHECK(std::fabs(norm - 1.0) < 1e-5);
+}
