@@ -15,7 +15,8 @@ if [[ ! -x "$venv/bin/python" ]]; then
   python3 -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet torch transformers tokenizers safetensors numpy
+# transformers 5 dropped BERT's head pruning (config.json's pruned_heads): it cannot load a pruned export
+"$venv/bin/python" -m pip install --quiet torch "transformers>=4.40,<5" tokenizers safetensors numpy
 "$venv/bin/python" -c "import torch, transformers, tokenizers, safetensors; print('torch', torch.__version__, \
 'transformers', transformers.__version__, 'tokenizers', tokenizers.__version__, 'safetensors', safetensors.__version__)"
 echo "installed into $venv in $(( $(date +%s) - start )) s"
