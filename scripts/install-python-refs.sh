@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Python reference implementations that scripts/hf-parity.py and tests/test_hf_reference.cpp compare
-# headroom with: transformers, tokenizers, safetensors and torch (PyPI's torch, with its CUDA libraries: several GB).
+# headroom with: transformers (below 5, which dropped BERT's head pruning), tokenizers, safetensors and torch (PyPI's
+# torch, with its CUDA libraries: several GB).
 # They go into a virtual environment, ~/.cache/headroom/pyref by default (HEADROOM_PYREF=DIR for another), so the
 # system's python3 is left as it is; the test and the parity script find that environment by itself.
 # Not part of CI (.ci/run, scripts/test.sh): the test counts as skipped without these packages.
 set -euo pipefail
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
   exit 0
 fi
 venv="${HEADROOM_PYREF:-$HOME/.cache/headroom/pyref}"

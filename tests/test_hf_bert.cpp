@@ -707,6 +707,14 @@ TEST_CASE("a sentence-transformers directory: its mean pooling is the classifier
   CHECK(r.output.find("the classifier uses pooling: cls_pooler") != std::string::npos);
   CHECK(read_file(d / "pooler/config.yaml").find("pooling: cls_pooler") != std::string::npos);
   CHECK(headroom("import-hf " + quote(dir) + " --task span_qa --pooling mean --out " + quote(d / "qa")).code == 2);
+
+  // CLS pooling (bge's) is pooling: cls; a mode headroom has none for is said, and BERT's pooler stays
+  write_file(dir + "/1_Pooling/config.json", R"({"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false})");
+  import_hf_bert({dir, d / "cls", "", ""});
+  CHECK(read_file(d / "cls/config.yaml").find("pooling: cls\n") != std::string::npos);
+  write_file(dir + "/1_Pooling/config.json", R"({"pooling_mode_max_tokens": true})");
+  CHECK(has_note(import_hf_bert({dir, d / "max", "", ""}), "pools by max_tokens, which headroom's classifier has no "
+                                                           "pooling for: the classifier uses pooling: cls_pooler"));
 }
 
 TEST_CASE("headroom tokenize and embed: the run's ids, hidden states of padded batches, pooled embeddings") {
