@@ -14,7 +14,8 @@
   hf-parity.py export --hf DIR --inputs FILE [--tol 1e-4]
       loads an `headroom export-hf` directory in transformers (BertForSequenceClassification or
       BertForQuestionAnswering, by its architectures) and compares its logits on FILE's input_ids, token_type_ids and
-      attention_mask with FILE's headroom logits (logits, or start_logits and end_logits).
+      attention_mask with FILE's headroom logits (logits, or start_logits and end_logits) and, when FILE has them,
+      the softmax of the classifier's logits with headroom predict's probabilities.
 
 Prints one JSON line of measurements; exit 0 when within the tolerance, 1 when not, 2 on bad usage.
 """
@@ -180,6 +181,9 @@ def export_parity(args):
     keep = f["attention_mask"].astype(bool)
     if arch == "BertForSequenceClassification":
         diffs = {"logits": float(np.abs(out.logits.numpy() - f["logits"]).max())}
+        if "probabilities" in f:  # headroom predict's
+            p = torch.softmax(out.logits, -1).numpy()
+            diffs["probabilities"] = float(np.abs(p - f["probabilities"]).max())
     else:  # the logits of real tokens (headroom's padding positions are its own)
         diffs = {k: float(np.abs(getattr(out, k).numpy() - f[k])[keep].max()) for k in ("start_logits", "end_logits")}
     worst = max(diffs.values())

@@ -1,6 +1,7 @@
 // headroom against the real implementations, through scripts/hf-parity.py: transformers' BertModel on real pretrained
 // BERTs (last_hidden_state to 1e-4 on 200 real texts), tokenizers' BertWordPieceTokenizer (identical ids on 10,000
-// real texts), and transformers loading headroom's exports of fine-tuned and pruned tiny models (logits to 1e-4).
+// real texts), and transformers loading headroom's exports of fine-tuned and pruned tiny models (logits, and the
+// classifier's probabilities from `headroom predict`, to 1e-4).
 //
 // The python references are big (scripts/install-python-refs.sh: torch, transformers, tokenizers, safetensors) and the
 // models are downloads (scripts/get-pretrained.sh), so neither is part of CI. Without them the cases that need them
@@ -15,6 +16,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,6 +26,7 @@
 #include "tests/repo_files.h"
 #include "tests/tiny_run.h"
 #include "train/run/trainer.h"
+#include "train/tasks/classification_task.h"
 #include "train/tasks/qa_task.h"
 #include "train/tools/hf_bert.h"
 
@@ -76,7 +80,8 @@ void check_model(const std::string& name) {
 
 // Padded rows, their segments and mask, and headroom's logits for them, as hf-parity.py export reads them.
 void write_inputs(const std::string& path, EncoderModel& model, const std::vector<std::vector<int32_t>>& rows,
-                  const std::vector<std::vector<int32_t>>& segments, bool span) {
+                  const std::vector<std::vector<int32_t>>& segments, bool span,
+                  const std::vector<float>& probabilities = {}) {
   model.eval();
   NoGradGuard ng;
   const EncoderInput in = make_encoder_input(rows, 0, Device::CPU, &segments);
@@ -96,6 +101,8 @@ void write_inputs(const std::string& path, EncoderModel& model, const std::vecto
   f.tensors["attention_mask"] = from_i64({B, T}, mask.data());
   if (!span) {
     f.tensors["logits"] = from_f32({B, static_cast<int64_t>(out.size()) / B}, out.data());
+    if (!probabilities.empty()) f.tensors["probabilities"] = from_f32({B, static_cast<int64_t>(out.size()) / B},
+                                                                      probabilities.data());
   } else {  // (B, T, 2) -> start and end (B, T)
     std::vector<float> start, end;
     for (size_t i = 0; i < out.size(); i += 2) {
@@ -116,8 +123,27 @@ void check_export(const std::string& run_dir, const std::string& which, const st
   LoadedRun run = load_run(run_dir, which, /*load_data=*/false);
   const Tokenizer& tok = *run.tokenizer;
   std::vector<std::vector<int32_t>> rows, segments;
+  std::vector<float> probabilities;  // headroom predict's, (B, labels) in label id order
   if (!span) {
-    for (const char* text : {"what is the weather in paris", "hi", "set an alarm at 5 in london, the largest city"}) {
+    const std::vector<std::string> texts = {"what is the weather in paris", "hi",
+                                            "set an alarm at 5 in london, the largest city"};
+    const std::vector<std::string>& labels = dynamic_cast<const ClassificationTask&>(*run.task).labels().labels();
+    std::string args;
+    for (const auto& t : texts) args += " --text " + quote(t);
+    r = headroom("predict --run " + quote(run_dir) + " --checkpoint " + which + " --top " +
+                 std::to_string(labels.size()) + args);
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+    std::istringstream lines(r.output);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty() || line[0] != '{') continue;  // notes
+      std::map<std::string, float> p;
+      const nlohmann::json answer = nlohmann::json::parse(line);
+      for (const auto& top : answer.at("top")) p[top.at("label").get<std::string>()] = top.at("probability").get<float>();
+      REQUIRE(p.size() == labels.size());
+      for (const auto& l : labels) probabilities.push_back(p.at(l));
+    }
+    REQUIRE(probabilities.size() == texts.size() * labels.size());
+    for (const auto& text : texts) {
       std::vector<int32_t> ids = tok.encode(text).ids;
       ids.insert(ids.begin(), tok.vocab().cls_id());
       ids.push_back(tok.vocab().sep_id());
@@ -136,7 +162,7 @@ void check_export(const std::string& run_dir, const std::string& which, const st
       segments.push_back(w[0].segments);
     }
   }
-  write_inputs(out + "/inputs.safetensors", *run.model, rows, segments, span);
+  write_inputs(out + "/inputs.safetensors", *run.model, rows, segments, span, probabilities);
   r = parity("export --hf " + quote(out + "/hf") + " --inputs " + quote(out + "/inputs.safetensors"));
   CHECK_MESSAGE(r.code == 0, r.output);
   MESSAGE(r.output);
