@@ -309,7 +309,6 @@ std::pair<std::string, std::string> sentence_transformers_pooling(const fs::path
   if (!fs::exists(config)) return {"", ""};
   const std::string path = config.string();
   const json j = read_json(path);
-  const JsonFields c{j, path};
   std::vector<std::string> modes;
   for (const auto& [key, value] : j.items())
     if (key.starts_with("pooling_mode_") && value.is_boolean() && value.get<bool>()) modes.push_back(key.substr(13));
@@ -381,10 +380,7 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
   if (!a.pooling.empty() && !plan.classifier)
     throw UsageError("--pooling is the sequence classifier's; a span QA model has none");
   std::vector<std::string> notes = plan.notes;
-  if (!st_note.empty())
-    notes.push_back(st_note + (!plan.classifier ? "" : a.pooling.empty() && !st_pooling.empty()
-                                                          ? ": the classifier uses pooling: " + st_pooling
-                                                          : ": the classifier uses pooling: " + pooling));
+  if (!st_note.empty()) notes.push_back(st_note + (plan.classifier ? ": the classifier uses pooling: " + pooling : ""));
   if (const std::string sb = (dir / "sentence_bert_config.json").string(); fs::exists(sb)) {
     const json j = read_json(sb);
     if (j.is_object() && j.contains("max_seq_length") && j.at("max_seq_length").is_number_integer())
