@@ -75,7 +75,7 @@ void copy_dir(const std::string& from, const std::string& to) {
 // The message of the hr::Error an import throws ("" when it succeeds).
 std::string import_error(const std::string& dir, const std::string& out, const std::string& task = "") {
   try {
-    import_hf_bert({dir, out, task});
+    import_hf_bert({dir, out, task, ""});
   } catch (const Error& e) {
     return e.what();
   }
@@ -115,7 +115,7 @@ TEST_CASE("imported BERT checkpoints reproduce transformers' hidden states, pool
   for (const std::string name : {"bert_tiny_qa", "bert_tiny_cls", "bert_tiny_qa_pruned"}) {
     CAPTURE(name);
     TempDir d;
-    import_hf_bert({hf_fixture(name), d / "run", ""});
+    import_hf_bert({hf_fixture(name), d / "run", "", ""});
     LoadedRun run = load_run(d / "run", "best", /*load_data=*/false);
     EncoderModel& model = *run.model;
     const SafeTensorsFile ref = read_safetensors(hf_fixture(name + "/reference.safetensors"));
@@ -145,7 +145,7 @@ TEST_CASE("imported BERT checkpoints reproduce transformers' hidden states, pool
 
 TEST_CASE("the imported tokenizer encodes the README's question/context pairs as BERT does") {
   TempDir d;
-  import_hf_bert({hf_fixture("bert_tiny_qa"), d / "run", ""});
+  import_hf_bert({hf_fixture("bert_tiny_qa"), d / "run", "", ""});
   LoadedRun run = load_run(d / "run", "best", /*load_data=*/false);
   const Tokenizer& tok = *run.tokenizer;
   const ReferenceInput ref = reference_input(read_safetensors(hf_fixture("bert_tiny_qa/reference.safetensors")));
@@ -163,7 +163,7 @@ TEST_CASE("the imported tokenizer encodes the README's question/context pairs as
 
 TEST_CASE("import writes a run directory: config, vocabulary, labels, checkpoints without optimizer state") {
   TempDir d;
-  const std::vector<std::string> notes = import_hf_bert({hf_fixture("bert_tiny_cls"), d / "run", ""});
+  const std::vector<std::string> notes = import_hf_bert({hf_fixture("bert_tiny_cls"), d / "run", "", ""});
   CHECK(read_file(d / "run/labels.txt") == "greeting\nweather\nalarm\n");
   CHECK(read_file(d / "run/vocab.txt") == read_file(hf_fixture("bert_tiny_cls/vocab.txt")));
   const std::string config = read_file(d / "run/config.yaml");
@@ -175,7 +175,7 @@ TEST_CASE("import writes a run directory: config, vocabulary, labels, checkpoint
   const SafeTensorsFile last = read_safetensors(d / "run/checkpoint-last.safetensors");
   CHECK(last.tensors.size() == best.tensors.size());
   // the pruned checkpoint: one group per layer, the kept heads by their original indices
-  import_hf_bert({hf_fixture("bert_tiny_qa_pruned"), d / "pruned", ""});
+  import_hf_bert({hf_fixture("bert_tiny_qa_pruned"), d / "pruned", "", ""});
   const std::string pruned = read_file(d / "pruned/config.yaml");
   CHECK(pruned.find("original_heads: [0, 2]") != std::string::npos);
   CHECK(pruned.find("original_heads: [0, 1, 3]") != std::string::npos);
@@ -184,7 +184,7 @@ TEST_CASE("import writes a run directory: config, vocabulary, labels, checkpoint
 
 TEST_CASE("tensor names as found in the wild: no bert. prefix, LayerNorm gamma/beta, bfloat16, cls.* heads") {
   TempDir d;
-  import_hf_bert({hf_fixture("bert_tiny_cls"), d / "plain", ""});
+  import_hf_bert({hf_fixture("bert_tiny_cls"), d / "plain", "", ""});
   const std::string dir = edited_copy(d, "bert_tiny_cls", [](SafeTensorsFile& f) {
     SafeTensorsFile g;
     for (auto& [name, t] : f.tensors) {
@@ -202,7 +202,7 @@ TEST_CASE("tensor names as found in the wild: no bert. prefix, LayerNorm gamma/b
     g.tensors["cls.predictions.bias"] = from_f32({1}, &one);
     f = g;
   });
-  const auto notes = import_hf_bert({dir, d / "renamed", ""});
+  const auto notes = import_hf_bert({dir, d / "renamed", "", ""});
   bool said_unused = false;
   for (const auto& n : notes) said_unused = said_unused || n.find("cls.predictions.bias") != std::string::npos;
   CHECK(said_unused);
@@ -264,7 +264,7 @@ TEST_CASE("a missing task head is initialised and said once; what BERT's config 
     f.tensors.erase("classifier.weight");
     f.tensors.erase("classifier.bias");
   });
-  const auto notes = import_hf_bert({base, d / "run", ""});
+  const auto notes = import_hf_bert({base, d / "run", "", ""});
   int said = 0;
   for (const auto& n : notes) said += n.find("classifier.weight") != std::string::npos;
   CHECK(said == 1);
@@ -288,7 +288,7 @@ TEST_CASE("a missing task head is initialised and said once; what BERT's config 
 
 TEST_CASE("pruning an imported pruned model composes the original head indices") {
   TempDir d;
-  import_hf_bert({hf_fixture("bert_tiny_qa_pruned"), d / "run", ""});
+  import_hf_bert({hf_fixture("bert_tiny_qa_pruned"), d / "run", "", ""});
   LoadedRun run = load_run(d / "run", "best", /*load_data=*/false);
   PrunePlan plan;
   plan.attention = {true, true};
@@ -347,7 +347,7 @@ TEST_CASE("export-hf gives back the imported checkpoints bit-exactly, and import
   for (const std::string name : {"bert_tiny_qa", "bert_tiny_cls", "bert_tiny_qa_pruned"}) {
     CAPTURE(name);
     TempDir d;
-    import_hf_bert({hf_fixture(name), d / "run", ""});
+    import_hf_bert({hf_fixture(name), d / "run", "", ""});
     export_hf_bert({d / "run", "best", d / "hf"});
     const SafeTensorsFile original = read_safetensors(hf_fixture(name + "/model.safetensors")),
                           exported = read_safetensors(d / "hf/model.safetensors");
@@ -372,7 +372,7 @@ TEST_CASE("export-hf gives back the imported checkpoints bit-exactly, and import
     CHECK(a.value("id2label", nlohmann::json()) == b.value("id2label", nlohmann::json()));
     CHECK(read_file(d / "hf/vocab.txt") == read_file(hf_fixture(name + "/vocab.txt")));
 
-    import_hf_bert({d / "hf", d / "again", ""});
+    import_hf_bert({d / "hf", d / "again", "", ""});
     const SafeTensorsFile x = read_safetensors(d / "run/checkpoint-best.safetensors"),
                           y = read_safetensors(d / "again/checkpoint-best.safetensors");
     REQUIRE(x.tensors.size() == y.tensors.size());
@@ -382,8 +382,8 @@ TEST_CASE("export-hf gives back the imported checkpoints bit-exactly, and import
 
 TEST_CASE("a model BERT's format cannot express is refused, naming the feature") {
   TempDir d;
-  import_hf_bert({hf_fixture("bert_tiny_qa"), d / "qa", ""});
-  import_hf_bert({hf_fixture("bert_tiny_cls"), d / "cls", ""});
+  import_hf_bert({hf_fixture("bert_tiny_qa"), d / "qa", "", ""});
+  import_hf_bert({hf_fixture("bert_tiny_cls"), d / "cls", "", ""});
   // an imported run with one model key changed, its checkpoint rewritten for the changed model
   int changed = 0;
   auto export_error = [&](const std::string& base, const std::string& from, const std::string& to) {
@@ -551,4 +551,234 @@ TEST_CASE("train.init_from: a tensor the model has no place for is an error nami
   CHECK(r.code == 1);
   CHECK_MESSAGE(r.output.find(extra + ": tensor 'layers.1.attn.extra' has no place in this model") != std::string::npos,
                 r.output);
+}
+
+namespace {
+
+// A copy of a fixture with one JSON file of it (config.json, tokenizer_config.json) edited.
+std::string json_edited_copy(const TempDir& d, const std::string& fixture, const std::string& tag,
+                             const std::string& file, const std::function<void(nlohmann::json&)>& edit) {
+  const std::string dir = d / ("json-" + tag);
+  copy_dir(hf_fixture(fixture), dir);
+  nlohmann::json j = nlohmann::json::parse(read_file(dir + "/" + file));
+  edit(j);
+  write_file(dir + "/" + file, j.dump(2));
+  return dir;
+}
+
+// bert_tiny_cls as sentence-transformers ships a BertModel: no classifier, no id2label, architectures [BertModel].
+std::string bert_model_copy(const TempDir& d, const std::string& tag) {
+  const std::string dir = edited_copy(d, "bert_tiny_cls", [](SafeTensorsFile& f) {
+    f.tensors.erase("classifier.weight");
+    f.tensors.erase("classifier.bias");
+  });
+  const std::string out = d / ("bert-model-" + tag);
+  fs::rename(dir, out);
+  nlohmann::json config = nlohmann::json::parse(read_file(out + "/config.json"));
+  config.erase("id2label");
+  config.erase("label2id");
+  config["architectures"] = {"BertModel"};
+  write_file(out + "/config.json", config.dump(2));
+  return out;
+}
+
+bool has_note(const std::vector<std::string>& notes, const std::string& what) {
+  return std::any_of(notes.begin(), notes.end(), [&](const std::string& n) { return n.find(what) != std::string::npos; });
+}
+
+}  // namespace
+
+TEST_CASE("import-hf refuses a directory that is not a BERT it can express, naming the file and the key (exit 2)") {
+  TempDir d;
+  struct Case {
+    std::string tag, file;
+    std::function<void(nlohmann::json&)> edit;
+    std::string key;
+  };
+  const std::vector<Case> cases = {
+      {"model-type", "config.json", [](nlohmann::json& j) { j["model_type"] = "roberta"; }, "'model_type'"},
+      {"vocab-size", "config.json", [](nlohmann::json& j) { j["vocab_size"] = 84; }, "'vocab_size' is 84"},
+      {"chinese", "tokenizer_config.json", [](nlohmann::json& j) { j["tokenize_chinese_chars"] = false; },
+       "'tokenize_chinese_chars'"},
+      {"basic", "tokenizer_config.json", [](nlohmann::json& j) { j["do_basic_tokenize"] = false; },
+       "'do_basic_tokenize'"},
+      {"never-split", "tokenizer_config.json", [](nlohmann::json& j) { j["never_split"] = {"paris"}; },
+       "'never_split'"},
+      {"class", "tokenizer_config.json", [](nlohmann::json& j) { j["tokenizer_class"] = "XLMRobertaTokenizer"; },
+       "'tokenizer_class'"},
+      {"lower-type", "tokenizer_config.json", [](nlohmann::json& j) { j["do_lower_case"] = "yes"; },
+       "'do_lower_case'"},
+      {"max-length", "tokenizer_config.json", [](nlohmann::json& j) { j["model_max_length"] = 0; },
+       "'model_max_length'"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.tag);
+    const std::string dir = json_edited_copy(d, "bert_tiny_cls", c.tag, c.file, c.edit);
+    const std::string e = import_error(dir, d / ("run-" + c.tag));
+    CHECK_MESSAGE(e.find(dir + "/" + c.file) != std::string::npos, e);
+    CHECK_MESSAGE(e.find(c.key) != std::string::npos, e);
+    const Result r = headroom("import-hf " + quote(dir) + " --out " + quote(d / ("cli-" + c.tag)));
+    CHECK_MESSAGE(r.code == 2, r.output);
+    CHECK_MESSAGE(r.output.find(c.key) != std::string::npos, r.output);
+  }
+  // a vocab.txt of another length than config.json's vocab_size, and one of the same length as config.json's
+  // vocab_size but not the token embedding's rows
+  const std::string longer = json_edited_copy(d, "bert_tiny_cls", "longer-vocab", "config.json", [](nlohmann::json&) {});
+  write_file(longer + "/vocab.txt", read_file(longer + "/vocab.txt") + "extra\n");
+  std::string e = import_error(longer, d / "run-longer");
+  CHECK_MESSAGE(e.find(longer + "/config.json: 'vocab_size' is 83 but " + longer + "/vocab.txt has 84 tokens") !=
+                    std::string::npos, e);
+  const std::string rows = json_edited_copy(d, "bert_tiny_cls", "rows", "config.json",
+                                            [](nlohmann::json& j) { j["vocab_size"] = 84; });
+  write_file(rows + "/vocab.txt", read_file(rows + "/vocab.txt") + "extra\n");
+  e = import_error(rows, d / "run-rows");
+  CHECK_MESSAGE(e.find(rows + "/model.safetensors: 'bert.embeddings.word_embeddings.weight' has 83 rows") !=
+                    std::string::npos, e);
+  CHECK(e.find(rows + "/vocab.txt has 84 tokens") != std::string::npos);
+  const Result r = headroom("import-hf " + quote(rows) + " --out " + quote(d / "cli-rows"));
+  CHECK_MESSAGE(r.code == 2, r.output);
+}
+
+TEST_CASE("import-hf follows tokenizer_config.json: lower-casing, strip_accents, model_max_length") {
+  TempDir d;
+  const std::string dir = json_edited_copy(d, "bert_tiny_cls", "tok", "tokenizer_config.json", [](nlohmann::json& j) {
+    j["do_lower_case"] = true;
+    j["strip_accents"] = false;
+    j["tokenize_chinese_chars"] = true;
+    j["never_split"] = nullptr;
+    j["model_max_length"] = 16;
+  });
+  import_hf_bert({dir, d / "run", "", ""});
+  const std::string config = read_file(d / "run/config.yaml");
+  for (const char* key : {"lower_case: true", "strip_accents: false", "max_seq_len: 16"})
+    CHECK_MESSAGE(config.find(key) != std::string::npos, key);
+  LoadedRun run = load_run(d / "run", "best", /*load_data=*/false);
+  CHECK(run.tokenizer->basic().lower_case());
+  CHECK_FALSE(run.tokenizer->basic().strip_accents());
+  // the export says the same
+  export_hf_bert({d / "run", "best", d / "hf"});
+  const auto tok = nlohmann::json::parse(read_file(d / "hf/tokenizer_config.json"));
+  CHECK(tok["strip_accents"] == false);
+  CHECK(tok["model_max_length"] == 16);
+  // transformers' "no limit" (int(1e30)) and the fixture's own 40 (= the positions) set no max_seq_len
+  const std::string huge = json_edited_copy(d, "bert_tiny_cls", "huge", "tokenizer_config.json",
+                                            [](nlohmann::json& j) { j["model_max_length"] = 1e30; });
+  import_hf_bert({huge, d / "huge-run", "", ""});
+  CHECK(read_file(d / "huge-run/config.yaml").find("max_seq_len") == std::string::npos);
+}
+
+TEST_CASE("a BertModel without a task head imports as a classifier (or span QA with --task), said once") {
+  TempDir d;
+  const std::string dir = bert_model_copy(d, "a");
+  const auto notes = import_hf_bert({dir, d / "cls", "", ""});
+  CHECK(has_note(notes, "'architectures' (BertModel) has no task head"));
+  CHECK(read_file(d / "cls/config.yaml").find("pooling: cls_pooler") != std::string::npos);
+  CHECK_FALSE(fs::exists(d / "cls/labels.txt"));
+  const auto qa = import_hf_bert({dir, d / "qa", "span_qa", ""});
+  CHECK(has_note(qa, "has no span QA head: initialised (qa_outputs.weight, qa_outputs.bias)"));
+  CHECK(has_note(qa, "tensors not used by this model (bert.pooler.dense.bias, ...)"));
+  // no architectures at all
+  nlohmann::json config = nlohmann::json::parse(read_file(dir + "/config.json"));
+  config.erase("architectures");
+  write_file(dir + "/config.json", config.dump(2));
+  CHECK(has_note(import_hf_bert({dir, d / "none", "", ""}), "'architectures' (none) has no task head"));
+}
+
+TEST_CASE("a sentence-transformers directory: its mean pooling is the classifier's, --pooling overrides it") {
+  TempDir d;
+  const std::string dir = bert_model_copy(d, "st");
+  write_file(dir + "/modules.json", R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+ {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+ {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])");
+  fs::create_directories(dir + "/1_Pooling");
+  write_file(dir + "/1_Pooling/config.json", R"({"word_embedding_dimension": 32, "pooling_mode_cls_token": false,
+ "pooling_mode_mean_tokens": true, "pooling_mode_max_tokens": false, "pooling_mode_mean_sqrt_len_tokens": false})");
+  write_file(dir + "/sentence_bert_config.json", R"({"max_seq_length": 24, "do_lower_case": false})");
+  const auto notes = import_hf_bert({dir, d / "mean", "", ""});
+  CHECK(has_note(notes, dir + "/1_Pooling/config.json: sentence-transformers pools by mean_tokens: the classifier "
+                              "uses pooling: mean"));
+  CHECK(has_note(notes, "bert.pooler.dense"));  // BERT's pooler is not used
+  CHECK(has_note(notes, "truncates texts to 24 tokens"));
+  CHECK(read_file(d / "mean/config.yaml").find("pooling: mean") != std::string::npos);
+  CHECK(read_safetensors(d / "mean/checkpoint-best.safetensors").tensors.count("classifier.pooler.weight") == 0);
+
+  const Result r = headroom("import-hf " + quote(dir) + " --pooling cls_pooler --out " + quote(d / "pooler"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(r.output.find("the classifier uses pooling: cls_pooler") != std::string::npos);
+  CHECK(read_file(d / "pooler/config.yaml").find("pooling: cls_pooler") != std::string::npos);
+  CHECK(headroom("import-hf " + quote(dir) + " --task span_qa --pooling mean --out " + quote(d / "qa")).code == 2);
+
+  // CLS pooling (bge's) is pooling: cls; a mode headroom has none for is said, and BERT's pooler stays
+  write_file(dir + "/1_Pooling/config.json", R"({"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false})");
+  import_hf_bert({dir, d / "cls", "", ""});
+  CHECK(read_file(d / "cls/config.yaml").find("pooling: cls\n") != std::string::npos);
+  write_file(dir + "/1_Pooling/config.json", R"({"pooling_mode_max_tokens": true})");
+  CHECK(has_note(import_hf_bert({dir, d / "max", "", ""}), "pools by max_tokens, which headroom's classifier has no "
+                                                           "pooling for: the classifier uses pooling: cls_pooler"));
+}
+
+TEST_CASE("headroom tokenize and embed: the run's ids, hidden states of padded batches, pooled embeddings") {
+  TempDir d;
+  // an imported BertModel (its run has no classifier yet) and a fine-tuned classifier both embed
+  const std::string dir = bert_model_copy(d, "embed");
+  REQUIRE(headroom("import-hf " + quote(dir) + " --out " + quote(d / "run")).code == 0);
+  const std::vector<std::string> texts = {"where was the king born?", "Paris", "the oldest river of England is known"};
+  std::string lines;
+  for (const auto& t : texts) lines += t + "\n";
+  write_file(d / "texts.txt", lines);
+
+  Result r = shell(quote(std::string(std::getenv("HR_BUILD_ROOT")) + "/headroom") + " tokenize --special --run " +
+                   quote(d / "run") + " < " + quote(d / "texts.txt"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const auto first = nlohmann::json::parse(r.output.substr(0, r.output.find('\n')));
+  CHECK(first["tokens"] == nlohmann::json{"[CLS]", "where", "was", "the", "king", "born", "?", "[SEP]"});
+
+  const std::string hr = quote(std::string(std::getenv("HR_BUILD_ROOT")) + "/headroom");
+  for (const char* pooling : {"none", "mean", "cls"}) {
+    r = shell(hr + " embed --run " + quote(d / "run") + " --batch-size 2 --pooling " + pooling + " --out " +
+              quote(d / (std::string(pooling) + ".safetensors")) + " < " + quote(d / "texts.txt"));
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+  }
+  // each text alone, in process
+  import_hf_bert({hf_fixture("bert_tiny_cls"), d / "cls", "", ""});  // the same encoder, with its classifier
+  LoadedRun run = load_run(d / "cls", "best", /*load_data=*/false);
+  run.model->eval();
+  NoGradGuard ng;
+  const SafeTensorsFile none = read_safetensors(d / "none.safetensors"), mean = read_safetensors(d / "mean.safetensors"),
+                        cls = read_safetensors(d / "cls.safetensors");
+  const auto& h = none.tensors.at("last_hidden_state");
+  REQUIRE(h.shape == std::vector<int64_t>{3, 9, 32});  // the longest text: 7 pieces + [CLS] [SEP]
+  const std::vector<float> hidden = to_f32(h), means = to_f32(mean.tensors.at("embeddings")),
+                           clss = to_f32(cls.tensors.at("embeddings"));
+  const std::vector<int64_t> ids = to_i64(none.tensors.at("input_ids")), mask = to_i64(none.tensors.at("attention_mask"));
+  for (size_t i = 0; i < texts.size(); ++i) {
+    CAPTURE(i);
+    std::vector<int32_t> row = run.tokenizer->encode(texts[i]).ids;
+    row.insert(row.begin(), run.tokenizer->vocab().cls_id());
+    row.push_back(run.tokenizer->vocab().sep_id());
+    const int64_t len = static_cast<int64_t>(row.size());
+    for (int64_t t = 0; t < 9; ++t) {
+      CHECK(mask[i * 9 + static_cast<size_t>(t)] == (t < len ? 1 : 0));
+      CHECK(ids[i * 9 + static_cast<size_t>(t)] == (t < len ? row[static_cast<size_t>(t)] : 0));
+    }
+    const std::vector<float> alone = run.model->hidden_states(make_encoder_input({row}, 0, Device::CPU)).to_vector();
+    const std::vector<float> got(hidden.begin() + static_cast<int64_t>(i) * 9 * 32,
+                                 hidden.begin() + static_cast<int64_t>(i) * 9 * 32 + len * 32);
+    CHECK(max_abs_diff(got, alone) <= 1e-5f);
+    std::vector<float> m(32, 0.f);
+    for (int64_t t = 0; t < len; ++t)
+      for (size_t k = 0; k < 32; ++k) m[k] += alone[static_cast<size_t>(t) * 32 + k] / static_cast<float>(len);
+    CHECK(max_abs_diff(std::vector<float>(means.begin() + static_cast<int64_t>(i) * 32,
+                                          means.begin() + static_cast<int64_t>(i + 1) * 32), m) <= 1e-5f);
+    CHECK(max_abs_diff(std::vector<float>(clss.begin() + static_cast<int64_t>(i) * 32,
+                                          clss.begin() + static_cast<int64_t>(i + 1) * 32),
+                       std::vector<float>(alone.begin(), alone.begin() + 32)) <= 1e-5f);
+  }
+  r = shell(hr + " embed --run " + quote(d / "run") + " --pooling mean --normalize --out " + quote(d / "n.safetensors") +
+            " < " + quote(d / "texts.txt"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const std::vector<float> unit = to_f32(read_safetensors(d / "n.safetensors").tensors.at("embeddings"));
+  double norm = 0;
+  for (size_t k = 0; k < 32; ++k) norm += static_cast<double>(unit[k]) * unit[k];
+  CHECK(std::fabs(norm - 1.0) < 1e-5);
 }

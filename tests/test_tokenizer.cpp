@@ -271,12 +271,20 @@ TEST_CASE("accents are stripped, offsets stay in the original text") {
   CHECK(BasicTokenizer(false, true).split("Cr\u00E8me")[0].utf8() == "Creme");
   CHECK(BasicTokenizer(true, false).split("Cr\u00E8me")[0].utf8() == "cr\u00E8me");
 
-  // Python's str.lower() gives a final sigma at the end of a word.
+  // Lower-casing is per character, as tokenizers' BertNormalizer and transformers' slow tokenizer do it: capital
+  // sigma is σ at the end of a word too (Python's str.lower() of the whole word would give the final ς).
   CHECK(BasicTokenizer(true, false).split("\u039F\u0394\u039F\u03A3 \u03A3\u039F")[0].utf8() ==
-        "\u03BF\u03B4\u03BF\u03C2");
+        "\u03BF\u03B4\u03BF\u03C3");
   CHECK(BasicTokenizer(true, false).split("\u039F\u0394\u039F\u03A3 \u03A3\u039F")[1].utf8() == "\u03C3\u03BF");
   CHECK(uncased().tokens("\u039F\u0394\u039F\u03A3") ==
-        std::vector<std::string>{"\u03BF", "##\u03B4", "##\u03BF\u03C2"});
+        std::vector<std::string>{"\u03BF", "##\u03B4", "##\u03BF", "##\u03C3"});
+  // U+0130 lowers to i + U+0307 (combining dot above), both standing for it; stripping accents leaves the i.
+  const std::vector<Word> dotted = BasicTokenizer(true, false).split("\u0130smet");
+  CHECK(dotted[0].utf8() == "i\u0307smet");
+  CHECK(dotted[0].char_offsets[0] == Offset{0, 1});
+  CHECK(dotted[0].char_offsets[1] == Offset{0, 1});
+  CHECK(BasicTokenizer(true).split("\u0130smet")[0].utf8() == "ismet");
+  CHECK(BasicTokenizer(false).split("\u0130smet")[0].utf8() == "\u0130smet");
 }
 
 TEST_CASE("Chinese: every CJK character is a token, emoji count as one code point") {

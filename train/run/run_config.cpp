@@ -23,6 +23,7 @@ TokenizerOptions read_tokenizer(const Config& root, bool check_files) {
   t.vocab = c->get<std::string>("vocab", "");
   t.vocab_size = at_most(*c, "vocab_size", c->get_positive("vocab_size", t.vocab_size), kMaxVocab);
   t.lower_case = c->get<bool>("lower_case", t.lower_case);
+  if (c->has("strip_accents")) t.strip_accents = c->get<bool>("strip_accents");
   if (check_files && !t.vocab.empty()) require_file(*c, "vocab", t.vocab);
   return t;
 }

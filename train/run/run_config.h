@@ -17,6 +17,8 @@ struct TokenizerOptions {
   std::string vocab;        // a vocab.txt path; empty: learn one of vocab_size from the training texts
   int64_t vocab_size = 8000;
   bool lower_case = true;
+  // BERT's strip_accents: unset follows lower_case (tokenizer_config.json's null), as BasicTokenizer does
+  std::optional<bool> strip_accents;
 };
 
 struct TrainOptions {

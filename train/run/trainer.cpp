@@ -59,7 +59,7 @@ std::vector<float> lr_scales(const EncoderModel& model, const NamedTensors& para
 
 // The run's vocab.txt when there is one, else tokenizer.vocab, else one learned from the task's training texts.
 std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerOptions& t, const Task& task, const std::string& run_vocab) {
-  BasicTokenizer basic(t.lower_case);
+  BasicTokenizer basic(t.lower_case, t.strip_accents);
   if (!run_vocab.empty() && fs::exists(run_vocab)) return std::make_unique<Tokenizer>(Vocab::load(run_vocab), basic);
   if (!t.vocab.empty()) return std::make_unique<Tokenizer>(Vocab::load(t.vocab), basic);
   const std::vector<std::string> texts = task.training_texts();

@@ -6,7 +6,6 @@
 #include <array>
 #include <utility>
 
-#include "train/tokenizer/unicode_case.h"
 #include "train/tokenizer/utf8.h"
 
 namespace hr {
@@ -20,14 +19,24 @@ struct Char {
   Offset origin;
 };
 
-// In place: the characters before i are already lower-cased, which keeps them cased, so the context test still holds.
+// Character by character, as both references lower-case: tokenizers' BertNormalizer (Rust's char::to_lowercase) and
+// transformers' slow tokenizer (which lowers each character alone before BasicTokenizer), so capital sigma is always
+// U+03C3, never the final sigma that Python's str.lower() gives a whole word. Each character's full lower-case
+// mapping: utf8proc's simple one, except U+0130 (capital I with dot above), the one character whose lower case is two
+// (i and U+0307 combining dot above, both standing for the original character; accent stripping then drops the dot).
 void lower_case_chars(std::vector<Char>& word) {
-  constexpr char32_t kCapitalSigma = 0x03A3;
-  for (size_t i = 0; i < word.size(); ++i) {
-    word[i].cp = word[i].cp == kCapitalSigma && is_final_sigma(i, word.size(), [&](size_t k) { return word[k].cp; })
-                     ? 0x03C2
-                     : static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(word[i].cp)));
+  constexpr char32_t kCapitalIDot = 0x0130, kCombiningDotAbove = 0x0307;
+  std::vector<Char> out;
+  out.reserve(word.size());
+  for (const Char& c : word) {
+    if (c.cp == kCapitalIDot) {
+      out.push_back({U'i', c.origin});
+      out.push_back({kCombiningDotAbove, c.origin});
+      continue;
+    }
+    out.push_back({static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c.cp))), c.origin});
   }
+  word = std::move(out);
 }
 
 // NFD, then drop the non-spacing marks (Mn). A dropped mark that was its own original code point (a combining accent

@@ -5,9 +5,10 @@
 //
 // Input text is UTF-8; ill-formed bytes become U+FFFD (see utf8.h), which cleaning drops like BERT does, so invalid
 // UTF-8 never throws and still counts as code points in the offsets.
-// Differences from transformers' slow tokenizer, all rare: no NFC pass before splitting (recent versions add
-// one; the fast tokenizer has none), no never_split list, lower-casing is utf8proc's one-to-one mapping (Python's
-// str.lower() maps U+0130 to two characters; accent stripping makes both "i").
+// Lower-casing is per character, as in both of Hugging Face's tokenizers: capital sigma is always σ (no final ς, which
+// Python's str.lower() of a whole word would give), U+0130 becomes i + U+0307. Differences from transformers' slow
+// tokenizer, both rare: no NFC pass before splitting (recent versions add one; the fast tokenizer has none), no
+// never_split list.
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -156,13 +157,14 @@ YAML::Node number(double v) {
 
 struct ImportPlan {
   bool classifier = false;
+  std::vector<std::string> notes;
   std::vector<std::string> labels;  // classification: id2label in id order (empty: config.json has none)
   YAML::Node model;
   int64_t max_len = 0, segments = 0;
 };
 
 // The model: block that is this BERT, from config.json.
-ImportPlan plan_model(const json& j, const std::string& path, const std::string& task_flag) {
+ImportPlan plan_model(const json& j, const std::string& path, const std::string& task_flag, const std::string& pooling) {
   const JsonFields c{j, path};
   ImportPlan p;
   const std::string model_type = c.get<std::string>("model_type", "bert");
@@ -172,10 +174,16 @@ ImportPlan plan_model(const json& j, const std::string& path, const std::string&
     const auto arch = c.get<std::vector<std::string>>("architectures", {});
     const bool cls = std::find(arch.begin(), arch.end(), "BertForSequenceClassification") != arch.end();
     const bool qa = std::find(arch.begin(), arch.end(), "BertForQuestionAnswering") != arch.end();
-    if (cls == qa)
-      throw UsageError(path + ": 'architectures' names neither BertForSequenceClassification nor "
+    if (cls && qa)
+      throw UsageError(path + ": 'architectures' names both BertForSequenceClassification and "
                               "BertForQuestionAnswering: choose the head with --task classification|span_qa");
-    task = cls ? "classification" : "span_qa";
+    task = qa ? "span_qa" : "classification";
+    if (!cls && !qa) {  // BertModel (sentence encoders), BertForMaskedLM, BertForPreTraining, or none named
+      std::string names;
+      for (const auto& n : arch) names += (names.empty() ? "" : ", ") + n;
+      p.notes.push_back(path + ": 'architectures' (" + (names.empty() ? "none" : names) + ") has no task head: " +
+                        "imported with a sequence classifier (--task span_qa for a span QA head)");
+    }
   }
   p.classifier = task == "classification";
   const std::string act = c.get<std::string>("hidden_act", "gelu");
@@ -213,7 +221,7 @@ ImportPlan plan_model(const json& j, const std::string& path, const std::string&
   m["layer_norm_eps"] = number(c.get<double>("layer_norm_eps", 1e-12));
   m["dropout"] = number(c.get<double>("hidden_dropout_prob", 0.1));
   m["attention_dropout"] = number(c.get<double>("attention_probs_dropout_prob", 0.1));
-  if (p.classifier) m["pooling"] = "cls_pooler";
+  if (p.classifier) m["pooling"] = pooling;
   const auto kept = kept_heads(c, layers, heads);
   YAML::Node groups(YAML::NodeType::Sequence);
   const bool pruned = std::any_of(kept.begin(), kept.end(), [&](const auto& k) {
@@ -245,6 +253,71 @@ std::string emit(const YAML::Node& n) {
   YAML::Emitter e;
   e << n;
   return e.c_str();
+}
+
+// tokenizer_config.json's settings of BERT's tokenizer, each one headroom's BasicTokenizer + WordPiece can follow, or
+// an error naming the file and the key.
+struct TokenizerSettings {
+  bool lower_case = true;
+  std::optional<bool> strip_accents;  // null: follows lower_case
+  int64_t max_len = 0;                // model_max_length when it is below max_position_embeddings, else 0
+};
+
+TokenizerSettings read_tokenizer_settings(const std::string& path, int64_t max_positions) {
+  TokenizerSettings t;
+  if (!fs::exists(path)) return t;
+  const json j = read_json(path);
+  const JsonFields c{j, path};
+  t.lower_case = c.get<bool>("do_lower_case", true);
+  if (j.contains("strip_accents") && !j.at("strip_accents").is_null()) t.strip_accents = c.get<bool>("strip_accents");
+  if (!c.get<bool>("tokenize_chinese_chars", true))
+    c.fail("tokenize_chinese_chars", "false is not supported: headroom's tokenizer always makes each CJK character a "
+                                     "word of its own, as BERT's default does");
+  if (!c.get<bool>("do_basic_tokenize", true))
+    c.fail("do_basic_tokenize", "false is not supported: headroom's tokenizer always splits words (whitespace and "
+                                "punctuation) before WordPiece");
+  if (j.contains("never_split") && !j.at("never_split").is_null() && !j.at("never_split").empty())
+    c.fail("never_split", "is not supported: headroom's tokenizer has no list of words kept whole");
+  const std::string cls = c.get<std::string>("tokenizer_class", "BertTokenizer");
+  if (cls != "BertTokenizer" && cls != "BertTokenizerFast")
+    c.fail("tokenizer_class", "'" + cls + "' is not BERT's WordPiece tokenizer (BertTokenizer, BertTokenizerFast)");
+  if (j.contains("model_max_length") && !j.at("model_max_length").is_null()) {
+    // transformers writes int(1e30) when a checkpoint sets none: any length at or above the positions is no limit
+    const json& v = j.at("model_max_length");
+    if (!v.is_number() || v.get<double>() < 1) c.fail("model_max_length", "expected a positive number, got " + v.dump());
+    if (v.get<double>() < static_cast<double>(max_positions)) {
+      if (!v.is_number_integer()) c.fail("model_max_length", "expected an integer, got " + v.dump());
+      t.max_len = v.get<int64_t>();
+    }
+  }
+  return t;
+}
+
+// A sentence-transformers model directory keeps its pooling in the Pooling module's folder (modules.json names it,
+// 1_Pooling by convention). Returns headroom's pooling for it ("mean" or "cls"; "" when there is no such config or
+// headroom has no such pooling) and a note saying what was found.
+std::pair<std::string, std::string> sentence_transformers_pooling(const fs::path& dir) {
+  fs::path config = dir / "1_Pooling" / "config.json";
+  if (const fs::path modules = dir / "modules.json"; fs::exists(modules)) {
+    const json m = read_json(modules.string());
+    if (m.is_array())
+      for (const json& module : m)
+        if (module.is_object() && module.value("type", "").ends_with("models.Pooling") && module.contains("path") &&
+            module.at("path").is_string())
+          config = dir / module.at("path").get<std::string>() / "config.json";
+  }
+  if (!fs::exists(config)) return {"", ""};
+  const std::string path = config.string();
+  const json j = read_json(path);
+  std::vector<std::string> modes;
+  for (const auto& [key, value] : j.items())
+    if (key.starts_with("pooling_mode_") && value.is_boolean() && value.get<bool>()) modes.push_back(key.substr(13));
+  std::string list;
+  for (const auto& m : modes) list += (list.empty() ? "" : "+") + m;
+  const std::string said = path + ": sentence-transformers pools by " + (list.empty() ? "nothing" : list);
+  if (modes == std::vector<std::string>{"mean_tokens"}) return {"mean", said};
+  if (modes == std::vector<std::string>{"cls_token"}) return {"cls", said};
+  return {"", said + ", which headroom's classifier has no pooling for"};
 }
 
 }  // namespace
@@ -298,13 +371,37 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
   HR_CHECK(fs::exists(vocab_path), a.dir + ": no vocab.txt (headroom imports BERT's WordPiece tokenizer)");
   if (fs::exists(a.out_dir + "/config.yaml")) throw UsageError(a.out_dir + " already holds a run; choose another --out");
 
-  ImportPlan plan = plan_model(read_json(config_path), config_path, a.task);
-  bool lower_case = true;
-  if (const std::string tc = (dir / "tokenizer_config.json").string(); fs::exists(tc))
-    lower_case = JsonFields{read_json(tc), tc}.get<bool>("do_lower_case", true);
+  // the classifier's pooling: --pooling, else sentence-transformers' (mean or cls) when the directory has its
+  // pooling config, else BERT's pooler
+  const auto [st_pooling, st_note] = sentence_transformers_pooling(dir);
+  const std::string pooling = !a.pooling.empty() ? a.pooling : !st_pooling.empty() ? st_pooling : "cls_pooler";
+  const json config = read_json(config_path);
+  ImportPlan plan = plan_model(config, config_path, a.task, pooling);
+  if (!a.pooling.empty() && !plan.classifier)
+    throw UsageError("--pooling is the sequence classifier's; a span QA model has none");
+  std::vector<std::string> notes = plan.notes;
+  if (!st_note.empty()) notes.push_back(st_note + (plan.classifier ? ": the classifier uses pooling: " + pooling : ""));
+  if (const std::string sb = (dir / "sentence_bert_config.json").string(); fs::exists(sb)) {
+    const json j = read_json(sb);
+    if (j.is_object() && j.contains("max_seq_length") && j.at("max_seq_length").is_number_integer())
+      notes.push_back(sb + ": sentence-transformers truncates texts to " + j.at("max_seq_length").dump() +
+                      " tokens; the run keeps BERT's limit (--set data.max_seq_len=" + j.at("max_seq_length").dump() +
+                      " to match)");
+  }
+  const std::string tc = (dir / "tokenizer_config.json").string();
+  const TokenizerSettings tok = read_tokenizer_settings(tc, plan.max_len);
   const Vocab vocab = Vocab::load(vocab_path);
+  if (config.contains("vocab_size") && !config.at("vocab_size").is_null()) {
+    const int64_t n = JsonFields{config, config_path}.positive("vocab_size");
+    HR_CHECK(n == vocab.size(), config_path + ": 'vocab_size' is " + std::to_string(n) + " but " + vocab_path +
+                                    " has " + std::to_string(vocab.size()) + " tokens (lines)");
+  }
   const SafeTensorsFile f = read_safetensors(weights);
-  std::vector<std::string> notes;
+  for (const auto& [name, t] : f.tensors)
+    if (map_hf_bert_name(name, plan.classifier).name == "embeddings.token" && !t.shape.empty())
+      HR_CHECK(t.shape[0] == vocab.size(), weights + ": '" + name + "' has " + std::to_string(t.shape[0]) +
+                                               " rows (token embeddings) but " + vocab_path + " has " +
+                                               std::to_string(vocab.size()) + " tokens (lines)");
   if (const std::string n = checksum_note(weights, f); !n.empty()) notes.push_back(n);
 
   // A classifier without id2label: a trained one keeps transformers' default names (LABEL_<i>, which it leaves out
@@ -331,7 +428,9 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
   std::map<std::string, std::string> source;  // headroom name -> tensor name in the file
   std::vector<std::string> unused;
   for (const auto& [name, t] : f.tensors) {
-    const HfBertName m = map_hf_bert_name(name, plan.classifier);
+    HfBertName m = map_hf_bert_name(name, plan.classifier);
+    if (m.kind == HfBertName::parameter && starts_with(m.name, "classifier.pooler.") && pooling != "cls_pooler")
+      m = {HfBertName::unused, ""};  // BERT's pooler, and the classifier pools otherwise
     if (m.kind == HfBertName::unused) unused.push_back(name);
     if (m.kind != HfBertName::parameter && m.kind != HfBertName::unknown) continue;
     HR_CHECK(m.kind == HfBertName::parameter,
@@ -378,9 +477,11 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
   YAML::Node root;
   root["model"] = plan.model;
   root["tokenizer"]["vocab"] = (fs::path(a.out_dir) / "vocab.txt").string();
-  root["tokenizer"]["lower_case"] = lower_case;
+  root["tokenizer"]["lower_case"] = tok.lower_case;
+  if (tok.strip_accents) root["tokenizer"]["strip_accents"] = *tok.strip_accents;
   root["data"]["task"] = plan.classifier ? "classification" : "squad";
   root["data"]["format"] = plan.classifier ? "jsonl" : "squad";
+  if (tok.max_len > 0) root["data"]["max_seq_len"] = tok.max_len;  // tokenizer_config.json's model_max_length
   // the question may take half the window (a checkpoint with a short max_len still fits a question and context)
   if (!plan.classifier) root["data"]["max_query_len"] = std::min<int64_t>(64, plan.max_len / 2);
   root["train"]["lr"] = number(3e-5);  // BERT's usual fine-tuning
@@ -496,9 +597,12 @@ void export_hf_bert(const HfExportArgs& a) {
   fs::create_directories(a.out_dir);
   write_safetensors(a.out_dir + "/model.safetensors", f);
   run.tokenizer->vocab().save(a.out_dir + "/vocab.txt");
-  const json tok = {{"do_lower_case", run.config.tokenizer.lower_case},
-                    {"model_max_length", model.max_len()},
-                    {"tokenizer_class", "BertTokenizer"}};
+  json tok = {{"do_lower_case", run.config.tokenizer.lower_case},
+              {"strip_accents", nullptr},
+              {"tokenize_chinese_chars", true},
+              {"model_max_length", run.config.data.max_seq_len > 0 ? run.config.data.max_seq_len : model.max_len()},
+              {"tokenizer_class", "BertTokenizer"}};
+  if (run.config.tokenizer.strip_accents) tok["strip_accents"] = *run.config.tokenizer.strip_accents;
   write_file_atomically(a.out_dir + "/tokenizer_config.json", [&](std::ostream& o) { o << tok.dump(2) << "\n"; });
   write_file_atomically(a.out_dir + "/config.json", [&](std::ostream& o) { o << c.dump(2) << "\n"; });
 }

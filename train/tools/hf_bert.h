@@ -29,7 +29,10 @@ std::string hf_bert_name(const std::string& headroom_name);
 struct HfImportArgs {
   std::string dir;      // the Hugging Face model directory
   std::string out_dir;  // the run directory to write
-  std::string task;     // classification | span_qa; empty: from config.json's architectures
+  std::string task;     // classification | span_qa; empty: from config.json's architectures (classification when
+                        // they name no task head: BertModel, BertForMaskedLM)
+  std::string pooling;  // the classifier's: cls_pooler | mean | cls; empty: sentence-transformers' pooling config
+                        // (mean or cls) when the directory has one, else cls_pooler (BERT's pooler)
 };
 
 // Writes the run directory: config.yaml (a model: block that is BERT, tokenizer: the run's vocab.txt, data: the
@@ -37,9 +40,13 @@ struct HfImportArgs {
 // id2label), checkpoint-best and checkpoint-last (the same weights, no optimizer state). A classification import of a
 // checkpoint with neither id2label nor a classifier (bert-base-uncased) writes no labels.txt and leaves the classifier
 // out: a starting point for train.init_from, which sizes it by the training data's labels. Returns the notes to print
-// once (tensors not used, a task head initialised). hr::Error naming the file and the key or tensor for anything
-// BERT-shaped that headroom cannot express, and for every unknown, missing or mis-shaped tensor; UsageError when
-// out_dir already holds a run.
+// once (tensors not used, a task head initialised, the pooling a sentence-transformers directory asks for).
+// tokenizer_config.json gives tokenizer.lower_case and strip_accents, and its model_max_length (when below the
+// positions) data.max_seq_len. hr::Error naming the file and the key or tensor for anything BERT-shaped that
+// headroom cannot express (a tokenizer setting included: tokenize_chinese_chars or do_basic_tokenize false,
+// never_split, another tokenizer_class), for a vocab.txt whose line count is not config.json's vocab_size or the
+// token embedding's rows, and for every unknown, missing or mis-shaped tensor; UsageError when out_dir already holds
+// a run.
 std::vector<std::string> import_hf_bert(const HfImportArgs& args);
 
 struct HfExportArgs {
