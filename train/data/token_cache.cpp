@@ -86,9 +86,11 @@ class Hasher {
   int fill_ = 0;
 };
 
-// What tokenisation depends on: the vocabulary's tokens in id order and the BasicTokenizer's case handling.
+// What tokenisation depends on: the vocabulary's tokens in id order, the BasicTokenizer's case handling and the
+// tokenizer's rules.
 uint64_t vocab_hash(const Tokenizer& tok) {
   Hasher h;
+  h.update_u64(kTokenizerRevision);
   for (const std::string& token : tok.vocab().tokens()) {
     h.update(token);
     h.update(std::string_view("\n", 1));

@@ -18,6 +18,10 @@ struct Encoding {
   std::vector<Offset> offsets;  // (N,) [first, second) code points of the original text each token covers
 };
 
+// Bumped whenever encode() gives other ids for some input (a rule fixed), so that what was cached with the old rules
+// (train/data/token_cache.h) is tokenised again. 2: lower-casing per character, as tokenizers and transformers do.
+constexpr uint64_t kTokenizerRevision = 2;
+
 class Tokenizer {
  public:
   explicit Tokenizer(Vocab vocab, BasicTokenizer basic = BasicTokenizer(), int max_input_chars_per_word = 100)
