@@ -14,6 +14,7 @@
 
 #include "framework/safetensors.h"
 #include "kernels/backend.h"
+#include "tests/mlm_run.h"
 #include "tests/tiny_run.h"
 
 using namespace hr;
@@ -138,6 +139,17 @@ TEST_CASE("two_and_three_ranks_with_shards_of_each_batch_train_exactly_as_one_ra
     check_same_checkpoint(d / "one/checkpoint-last.safetensors", d / "many/checkpoint-last.safetensors", 1e-5);
     CHECK(read_file(d / "many/config.yaml") == read_file(d / "one/config.yaml"));
   }
+}
+
+// MLM pretraining: the ranks' shards hold different numbers of masked tokens, so each shard's loss is weighted by its
+// share of the batch's masked tokens (Task::loss_weight); the masks are drawn for the global batch, so they are the same
+TEST_CASE("mlm_pretraining_on_two_ranks_gives_the_losses_and_weights_of_one_process") {
+  TempDir d;
+  const std::string cfg = quote(mlm_setup(d)) + " --set train.device=" + dp_device() + " --set train.max_steps=12";
+  train(1, cfg + " --out " + quote(d / "one"));
+  train(2, cfg + " --out " + quote(d / "two"));
+  check_same_losses(d / "one", d / "two", 1e-5);
+  check_same_checkpoint(d / "one/checkpoint-last.safetensors", d / "two/checkpoint-last.safetensors", 1e-5);
 }
 
 // bf16 where the device runs it (tests/test_bf16.cpp covers the rest)
