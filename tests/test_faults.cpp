@@ -89,6 +89,28 @@ TEST_CASE("sigterm_and_sigint_save_a_checkpoint_at_the_step_boundary_and_the_run
   }
 }
 
+TEST_CASE("a_run_directory_has_one_writer_a_second_train_or_resume_is_refused_naming_the_pid") {
+  TempDir d;
+  const std::string cfg = setup(d);
+  Background bg("train " + quote(cfg) + " --set train.max_steps=100000 --set train.eval_every=100000 --out " +
+                    quote(d / "run"),
+                d / "log");
+  REQUIRE_MESSAGE(bg.wait_for("step 20/"), read_file(d / "log"));
+  const std::string config_before = read_file(d / "run/config.yaml");
+  const Result second = headroom("train --quiet --resume " + quote(d / "run") + " --set train.lr=1e-4");
+  CHECK(second.code == 2);
+  CHECK_MESSAGE(second.output.find("in use by another headroom process (pid " + std::to_string(bg.pid) + ")") !=
+                    std::string::npos,
+                second.output);
+  // a new run into it: refused as a directory that holds a run (two new runs racing for one --out meet the lock)
+  CHECK(headroom("train --quiet " + quote(cfg) + " --out " + quote(d / "run")).code == 2);
+  CHECK(read_file(d / "run/config.yaml") == config_before);  // the refused resume wrote nothing
+  kill(bg.pid, SIGKILL);  // the kernel drops the lock with its holder: the run resumes
+  bg.wait_exit();
+  const Result resumed = headroom("train --quiet --resume " + quote(d / "run") + " --set train.max_steps=25");
+  CHECK_MESSAGE(resumed.code == 0, resumed.output);
+}
+
 TEST_CASE("kill_9_during_a_step_resumes_from_the_last_checkpoint_without_duplicate_metrics_or_temp_files") {
   TempDir d;
   const std::string cfg = setup(d);

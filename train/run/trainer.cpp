@@ -15,6 +15,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -26,6 +27,7 @@
 #include "models/head_pruning.h"
 #include "train/run/data_parallel.h"
 #include "train/run/gradient_reducer.h"
+#include "train/run/run_lock.h"
 #include "train/run/training_step.h"
 #include "train/tasks/task_registry.h"
 #include "train/tokenizer/wordpiece_trainer.h"
@@ -266,8 +268,12 @@ int train_command(const TrainArgs& args) {
     if (!note.empty() && lead) std::cerr << note << "\n";
   }
 
+  std::optional<RunDirLock> lock;  // held until the run ends
   if (lead) {
-    fs::create_directories(dir);
+    lock.emplace(dir);
+    // a new run's directory may have received a run since it was checked, from a process that has finished
+    if (!resume && fs::exists(dir + "/config.yaml"))
+      throw UsageError(dir + " already holds a run: continue it with --resume " + dir + ", or choose another --out");
     // the resolved config, --set overrides of a resume included, so that the next resume keeps them; writing it also
     // finds a read-only run directory before any step is spent
     write_file_atomically(dir + "/config.yaml", [&](std::ostream& f) { f << rc.root.dump() << "\n"; });
