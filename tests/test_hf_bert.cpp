@@ -3,6 +3,7 @@
 // an error naming it and the file, and an imported model fine-tunes through the normal trainer.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -112,7 +113,7 @@ size_t occurrences(const std::string& text, const std::string& what) {
 }  // namespace
 
 TEST_CASE("imported BERT checkpoints reproduce transformers' hidden states, pooler and logits") {
-  for (const std::string name : {"bert_tiny_qa", "bert_tiny_cls", "bert_tiny_qa_pruned"}) {
+  for (const std::string name : {"bert_tiny_qa", "bert_tiny_cls", "bert_tiny_qa_pruned", "bert_tiny_mlm"}) {
     CAPTURE(name);
     TempDir d;
     import_hf_bert({hf_fixture(name), d / "run", "", ""});
@@ -136,6 +137,9 @@ TEST_CASE("imported BERT checkpoints reproduce transformers' hidden states, pool
       const auto& head = dynamic_cast<const SequenceClassifierHead&>(model.head());
       CHECK(max_abs_diff(head.pool(hidden, input).to_vector(), to_f32(ref.tensors.at("pooler_output"))) <= 1e-4f);
       CHECK(max_abs_diff(out, to_f32(ref.tensors.at("logits"))) <= 1e-4f);
+    } else if (name == "bert_tiny_mlm") {  // MlmHead::forward decodes every position: (B, T, V)
+      CHECK(model.type() == "encoder_mlm");
+      CHECK(max_abs_diff(out, to_f32(ref.tensors.at("prediction_logits"))) <= 1e-4f);
     } else {
       CHECK(max_abs_diff(column(out, 0), to_f32(ref.tensors.at("start_logits"))) <= 1e-4f);
       CHECK(max_abs_diff(column(out, 1), to_f32(ref.tensors.at("end_logits"))) <= 1e-4f);
@@ -344,7 +348,7 @@ TEST_CASE("headroom import-hf, then predict, eval and a fine-tune through the no
 }
 
 TEST_CASE("export-hf gives back the imported checkpoints bit-exactly, and importing an export is bit-exact") {
-  for (const std::string name : {"bert_tiny_qa", "bert_tiny_cls", "bert_tiny_qa_pruned"}) {
+  for (const std::string name : {"bert_tiny_qa", "bert_tiny_cls", "bert_tiny_qa_pruned", "bert_tiny_mlm"}) {
     CAPTURE(name);
     TempDir d;
     import_hf_bert({hf_fixture(name), d / "run", "", ""});
@@ -372,11 +376,33 @@ TEST_CASE("export-hf gives back the imported checkpoints bit-exactly, and import
     CHECK(a.value("id2label", nlohmann::json()) == b.value("id2label", nlohmann::json()));
     CHECK(read_file(d / "hf/vocab.txt") == read_file(hf_fixture(name + "/vocab.txt")));
 
+    // BertForMaskedLM: the decoder tied and not stored (neither its weight nor its bias), as save_pretrained writes it
+    if (name == "bert_tiny_mlm") {
+      CHECK(b["tie_word_embeddings"] == true);
+      CHECK(exported.tensors.count("cls.predictions.bias") == 1);
+      CHECK(exported.tensors.count("cls.predictions.decoder.weight") == 0);
+      CHECK(exported.tensors.count("cls.predictions.decoder.bias") == 0);
+      CHECK(exported.tensors.size() == original.tensors.size() - 1);  // all but position_ids
+    }
+
     import_hf_bert({d / "hf", d / "again", "", ""});
     const SafeTensorsFile x = read_safetensors(d / "run/checkpoint-best.safetensors"),
                           y = read_safetensors(d / "again/checkpoint-best.safetensors");
     REQUIRE(x.tensors.size() == y.tensors.size());
     for (const auto& [n, t] : x.tensors) CHECK_MESSAGE(t.bytes == y.tensors.at(n).bytes, n);
+    // export -> import -> export: the same files
+    export_hf_bert({d / "again", "best", d / "hf2"});
+    CHECK(read_file(d / "hf2/config.json") == read_file(d / "hf/config.json"));
+    CHECK(read_file(d / "hf2/tokenizer_config.json") == read_file(d / "hf/tokenizer_config.json"));
+    const SafeTensorsFile twice = read_safetensors(d / "hf2/model.safetensors");
+    REQUIRE(twice.tensors.size() == exported.tensors.size());
+    for (const auto& [n, t] : exported.tensors) {
+      CAPTURE(n);
+      REQUIRE(twice.tensors.count(n) == 1);
+      CHECK(twice.tensors.at(n).dtype == t.dtype);
+      CHECK(twice.tensors.at(n).shape == t.shape);
+      CHECK(twice.tensors.at(n).bytes == t.bytes);
+    }
   }
 }
 
@@ -781,4 +807,143 @@ TEST_CASE("headroom tokenize and embed: the run's ids, hidden states of padded b
   double norm = 0;
   for (size_t k = 0; k < 32; ++k) norm += static_cast<double>(unit[k]) * unit[k];
   CHECK(std::fabs(norm - 1.0) < 1e-5);
+}
+
+TEST_CASE("BertForMaskedLM: a stored decoder must be the tied one (error naming it and the file), NSP is not used") {
+  TempDir d;
+  import_hf_bert({hf_fixture("bert_tiny_mlm"), d / "plain", "", ""});
+  CHECK(read_file(d / "plain/config.yaml").find("type: encoder_mlm") != std::string::npos);
+  CHECK(read_file(d / "plain/config.yaml").find("task: mlm") != std::string::npos);
+  CHECK_FALSE(fs::exists(d / "plain/labels.txt"));
+  const SafeTensorsFile plain = read_safetensors(d / "plain/checkpoint-best.safetensors");
+  CHECK(plain.tensors.count("mlm.ln.weight") == 1);
+  CHECK(plain.tensors.count("mlm.bias") == 1);
+  auto same_as_plain = [&](const std::string& run) {
+    const SafeTensorsFile f = read_safetensors(run + "/checkpoint-best.safetensors");
+    REQUIRE(f.tensors.size() == plain.tensors.size());
+    for (const auto& [n, t] : plain.tensors) CHECK_MESSAGE(t.bytes == f.tensors.at(n).bytes, n);
+  };
+
+  // older checkpoints store the decoder: equal to the word embeddings and to cls.predictions.bias, it loads
+  const std::string equal = edited_copy(d, "bert_tiny_mlm", [](SafeTensorsFile& f) {
+    f.tensors["cls.predictions.decoder.weight"] = f.tensors.at("bert.embeddings.word_embeddings.weight");
+    f.tensors["cls.predictions.decoder.bias"] = f.tensors.at("cls.predictions.bias");
+  });
+  REQUIRE(import_error(equal, d / "equal").empty());
+  same_as_plain(d / "equal");
+
+  // a decoder weight that is not the word embeddings: an error naming it and the file, exit 2 through the binary
+  const std::string other = edited_copy(d, "bert_tiny_mlm", [](SafeTensorsFile& f) {
+    SafeTensor w = f.tensors.at("bert.embeddings.word_embeddings.weight");
+    std::vector<float> v = to_f32(w);
+    v[5] += 0.25f;
+    f.tensors["cls.predictions.decoder.weight"] = from_f32(w.shape, v.data());
+  });
+  std::string e = import_error(other, d / "other");
+  CHECK_MESSAGE(e.find(other + "/model.safetensors: 'cls.predictions.decoder.weight' differs from "
+                               "'bert.embeddings.word_embeddings.weight'") != std::string::npos, e);
+  Result r = headroom("import-hf " + quote(other) + " --out " + quote(d / "cli-other"));
+  CHECK_MESSAGE(r.code == 2, r.output);
+  CHECK(r.output.find(other + "/model.safetensors") != std::string::npos);
+  CHECK(r.output.find("'cls.predictions.decoder.weight'") != std::string::npos);
+  CHECK_FALSE(fs::exists(d / "cli-other/config.yaml"));
+
+  // the decoder bias: another value than cls.predictions.bias is refused; alone, it is the output bias
+  const std::string bias = edited_copy(d, "bert_tiny_mlm", [](SafeTensorsFile& f) {
+    SafeTensor b = f.tensors.at("cls.predictions.bias");
+    std::vector<float> v = to_f32(b);
+    v[0] += 1.f;
+    f.tensors["cls.predictions.decoder.bias"] = from_f32(b.shape, v.data());
+  });
+  e = import_error(bias, d / "bias");
+  CHECK_MESSAGE(e.find(bias + "/model.safetensors: 'cls.predictions.decoder.bias' differs from "
+                              "'cls.predictions.bias'") != std::string::npos, e);
+  const std::string alone = edited_copy(d, "bert_tiny_mlm", [](SafeTensorsFile& f) {
+    f.tensors["cls.predictions.decoder.bias"] = f.tensors.at("cls.predictions.bias");
+    f.tensors.erase("cls.predictions.bias");
+  });
+  REQUIRE(import_error(alone, d / "alone").empty());
+  same_as_plain(d / "alone");
+
+  // BertForPreTraining: the same MLM head, a pooler and the next-sentence head, which are not used (said)
+  const std::string pre = edited_copy(d, "bert_tiny_mlm", [](SafeTensorsFile& f) {
+    std::vector<float> nsp_w(2 * 32, 0.01f), nsp_b(2, 0.f), pool_w(32 * 32, 0.02f), pool_b(32, 0.f);
+    f.tensors["cls.seq_relationship.weight"] = from_f32({2, 32}, nsp_w.data());
+    f.tensors["cls.seq_relationship.bias"] = from_f32({2}, nsp_b.data());
+    f.tensors["bert.pooler.dense.weight"] = from_f32({32, 32}, pool_w.data());
+    f.tensors["bert.pooler.dense.bias"] = from_f32({32}, pool_b.data());
+  });
+  nlohmann::json config = nlohmann::json::parse(read_file(pre + "/config.json"));
+  config["architectures"] = {"BertForPreTraining"};
+  write_file(pre + "/config.json", config.dump(2));
+  const auto notes = import_hf_bert({pre, d / "pre", "", ""});
+  CHECK(has_note(notes, "the next-sentence head of BertForPreTraining (cls.seq_relationship.bias, ...) is not used"));
+  CHECK(has_note(notes, "tensors not used by this model (bert.pooler.dense.bias, ...)"));
+  same_as_plain(d / "pre");
+
+  // a classification or span QA import of an MLM checkpoint: cls.* is not used, the task head starts fresh
+  CHECK(has_note(import_hf_bert({hf_fixture("bert_tiny_mlm"), d / "cls", "classification", ""}),
+                 "(cls.predictions.bias, ...)"));
+  CHECK(read_file(d / "cls/config.yaml").find("type: encoder_classifier") != std::string::npos);
+  CHECK(has_note(import_hf_bert({hf_fixture("bert_tiny_mlm"), d / "qa", "span_qa", ""}),
+                 "has no span QA head: initialised (qa_outputs.weight, qa_outputs.bias)"));
+  // --task mlm of a BertModel: the MLM head starts fresh, said once
+  const std::string bare = bert_model_copy(d, "mlm");
+  const auto bare_notes = import_hf_bert({bare, d / "bare", "mlm", ""});
+  CHECK(has_note(bare_notes, "has no masked-LM head: initialised ("));
+  CHECK(has_note(bare_notes, "cls.predictions.transform.LayerNorm.weight"));
+  // another task's head is no part of an MLM model
+  CHECK(import_error(hf_fixture("bert_tiny_cls"), d / "cls-as-mlm", "mlm").find("'classifier.bias'") !=
+        std::string::npos);
+}
+
+TEST_CASE("headroom import-hf of a BertForMaskedLM, then predict (fill-mask) and a fine-tune on text") {
+  TempDir d;
+  const std::string run = d / "run";
+  Result r = headroom("import-hf " + quote(hf_fixture("bert_tiny_mlm")) + " --out " + quote(run));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  auto fill_mask = [&](const std::string& run_dir, const std::string& which) {
+    const Result p = headroom("predict --run " + quote(run_dir) + " --checkpoint " + which + " --top 3 --text " +
+                              quote("the king was born in [MASK] , the largest city of france ."));
+    REQUIRE_MESSAGE(p.code == 0, p.output);
+    const auto j = nlohmann::json::parse(p.output.substr(p.output.find('{')));
+    REQUIRE(j["masks"].size() == 1);
+    const auto& m = j["masks"][0];
+    REQUIRE(m.size() == 3);
+    CHECK(m[0]["probability"].get<double>() >= m[1]["probability"].get<double>());
+    CHECK(m[0]["sequence"].get<std::string>().find("the king was born in ") == 0);
+    return m[0]["token"].get<std::string>();
+  };
+  // the imported model's answer is the argmax of its logits at the [MASK]
+  const std::string top = fill_mask(run, "best");
+  {
+    LoadedRun loaded = load_run(run, "best", /*load_data=*/false);
+    const Tokenizer& tok = *loaded.tokenizer;
+    std::vector<int32_t> ids = {tok.vocab().cls_id()};
+    for (const char* w : {"the", "king", "was", "born", "in", "[MASK]", ",", "the", "largest", "city", "of", "france",
+                          "."})
+      ids.push_back(tok.vocab().id(w));
+    ids.push_back(tok.vocab().sep_id());
+    loaded.model->eval();
+    NoGradGuard ng;
+    const std::vector<float> logits = loaded.model->forward(make_encoder_input({ids}, 0, Device::CPU)).to_vector();
+    const int64_t V = tok.vocab().size();
+    const auto row = logits.begin() + 6 * V;  // the [MASK]
+    CHECK(tok.vocab().token(static_cast<int32_t>(std::max_element(row, row + V) - row)) == top);
+  }
+
+  // continued pretraining from the imported weights: every parameter loads, the loss is logged
+  r = headroom("train --quiet " + quote(run + "/config.yaml") + " --out " + quote(d / "ft") +
+               " --set data.train_path=" + quote(repo_path("tests/fixtures/wiki_en_tiny/head.txt")) +
+               " --set data.cache_dir=" + quote(d / "cache") + " --set train.init_from=" +
+               quote(run + "/checkpoint-best.safetensors") +
+               " --set train.max_steps=3 --set train.batch_size=4 --set train.log_every=1");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK_MESSAGE(r.output.find("kept their initialisation") == std::string::npos, r.output);
+  CHECK(losses(d / "ft").size() == 3);
+  CHECK_FALSE(fill_mask(d / "ft", "last").empty());  // no eval corpus: no best checkpoint
+  // and the fine-tuned run exports as a BertForMaskedLM again
+  r = headroom("export-hf --run " + quote(d / "ft") + " --checkpoint last --out " + quote(d / "ft-hf"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(nlohmann::json::parse(read_file(d / "ft-hf/config.json"))["architectures"][0] == "BertForMaskedLM");
 }

@@ -1,7 +1,8 @@
 // headroom against the real implementations, through scripts/hf-parity.py: transformers' BertModel on real pretrained
 // BERTs (last_hidden_state to 1e-4 on 200 real texts), tokenizers' BertWordPieceTokenizer (identical ids on 10,000
 // real texts), and transformers loading headroom's exports of fine-tuned and pruned tiny models (logits, and the
-// classifier's probabilities from `headroom predict`, to 1e-4).
+// classifier's probabilities from `headroom predict`, to 1e-4) and of masked-LM runs (BertForMaskedLM's logits at
+// every position, to 1e-4).
 //
 // The python references are big (scripts/install-python-refs.sh: torch, transformers, tokenizers, safetensors) and the
 // models are downloads (scripts/get-pretrained.sh), so neither is part of CI. Without them the cases that need them
@@ -23,6 +24,7 @@
 
 #include "framework/autograd.h"
 #include "framework/safetensors.h"
+#include "tests/mlm_run.h"
 #include "tests/repo_files.h"
 #include "tests/tiny_run.h"
 #include "train/run/trainer.h"
@@ -78,7 +80,8 @@ void check_model(const std::string& name) {
   MESSAGE(r.output);
 }
 
-// Padded rows, their segments and mask, and headroom's logits for them, as hf-parity.py export reads them.
+// Padded rows, their segments and mask, and headroom's logits for them, as hf-parity.py export reads them (a masked-LM
+// model's: prediction_logits (B, T, V), every position).
 void write_inputs(const std::string& path, EncoderModel& model, const std::vector<std::vector<int32_t>>& rows,
                   const std::vector<std::vector<int32_t>>& segments, bool span,
                   const std::vector<float>& probabilities = {}) {
@@ -99,7 +102,9 @@ void write_inputs(const std::string& path, EncoderModel& model, const std::vecto
   f.tensors["input_ids"] = from_i64({B, T}, ids.data());
   f.tensors["token_type_ids"] = from_i64({B, T}, seg.data());
   f.tensors["attention_mask"] = from_i64({B, T}, mask.data());
-  if (!span) {
+  if (model.type() == "encoder_mlm") {
+    f.tensors["prediction_logits"] = from_f32({B, T, static_cast<int64_t>(out.size()) / (B * T)}, out.data());
+  } else if (!span) {
     f.tensors["logits"] = from_f32({B, static_cast<int64_t>(out.size()) / B}, out.data());
     if (!probabilities.empty()) f.tensors["probabilities"] = from_f32({B, static_cast<int64_t>(out.size()) / B},
                                                                       probabilities.data());
@@ -170,6 +175,41 @@ void check_export(const std::string& run_dir, const std::string& which, const st
 
 std::string hf_fixture(const std::string& name) { return repo_path("tests/fixtures/hf_bert/" + name); }
 
+// Exports a masked-LM run and has transformers' BertForMaskedLM compare its logits at every position of texts with
+// [MASK]s, one of them a pair with segment 1, padded.
+void check_mlm_export(const std::string& run_dir, const std::string& which, const std::string& out) {
+  Result r = headroom("export-hf --run " + quote(run_dir) + " --checkpoint " + which + " --out " + quote(out + "/hf"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const nlohmann::json config = nlohmann::json::parse(read_file(out + "/hf/config.json"));
+  CHECK(config["architectures"][0] == "BertForMaskedLM");
+  LoadedRun run = load_run(run_dir, which, /*load_data=*/false);
+  const Tokenizer& tok = *run.tokenizer;
+  REQUIRE(tok.vocab().mask_id());
+  std::vector<std::vector<int32_t>> rows, segments;
+  const std::vector<std::pair<std::string, std::string>> texts = {
+      {"the king was born in paris, the largest city of france.", ""},
+      {"the oldest river of england", ""},
+      {"where was the king born?", "the king was born in paris."}};
+  for (const auto& [a, b] : texts) {
+    std::vector<int32_t> ids = {tok.vocab().cls_id()}, seg = {0};
+    for (int32_t id : tok.encode(a).ids) ids.push_back(id);
+    ids.push_back(tok.vocab().sep_id());
+    seg.resize(ids.size(), 0);
+    if (!b.empty()) {
+      for (int32_t id : tok.encode(b).ids) ids.push_back(id);
+      ids.push_back(tok.vocab().sep_id());
+      seg.resize(ids.size(), 1);
+    }
+    for (size_t t = 2; t + 1 < ids.size(); t += 3) ids[t] = *tok.vocab().mask_id();  // a [MASK] every third token
+    rows.push_back(ids);
+    segments.push_back(seg);
+  }
+  write_inputs(out + "/inputs.safetensors", *run.model, rows, segments, false);
+  r = parity("export --hf " + quote(out + "/hf") + " --inputs " + quote(out + "/inputs.safetensors"));
+  CHECK_MESSAGE(r.code == 0, r.output);
+  MESSAGE(r.output);
+}
+
 }  // namespace
 
 TEST_SUITE("python_refs") {
@@ -230,6 +270,24 @@ TEST_SUITE("python_refs") {
     REQUIRE(headroom("import-hf " + quote(hf_fixture("bert_tiny_qa_pruned")) + " --out " + quote(d / "pruned")).code ==
             0);
     check_export(d / "pruned", "best", d / "pruned-export", true);
+  }
+
+  TEST_CASE("masked-LM runs exported as BertForMaskedLM: transformers' prediction logits at every position") {
+    TempDir d;
+    // headroom's own tiny MLM run (tests/mlm_run.h: bert-base-uncased's vocabulary), trained a few steps
+    const std::string cfg = mlm_setup(d);
+    Result r = headroom("train --quiet " + quote(cfg) + " --out " + quote(d / "mlm") + " --set train.max_steps=4");
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+    check_mlm_export(d / "mlm", "last", d / "mlm-export");
+    // the imported BertForMaskedLM fixture, pretrained further on text
+    REQUIRE(headroom("import-hf " + quote(hf_fixture("bert_tiny_mlm")) + " --out " + quote(d / "run")).code == 0);
+    r = headroom("train --quiet " + quote(d / "run/config.yaml") + " --out " + quote(d / "ft") +
+                 " --set data.train_path=" + quote(repo_path("tests/fixtures/wiki_en_tiny/head.txt")) +
+                 " --set data.cache_dir=" + quote(d / "cache") + " --set train.init_from=" +
+                 quote(d / "run/checkpoint-best.safetensors") +
+                 " --set train.max_steps=4 --set train.batch_size=4 --set train.lr=1e-3 --set train.warmup=0");
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+    check_mlm_export(d / "ft", "last", d / "ft-export");
   }
 }
 

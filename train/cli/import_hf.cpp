@@ -1,4 +1,4 @@
-// headroom import-hf DIR [--task classification|span_qa] [--pooling cls_pooler|mean|cls] --out RUN
+// headroom import-hf DIR [--task classification|span_qa|mlm] [--pooling cls_pooler|mean|cls] --out RUN
 #include <iostream>
 #include <memory>
 
@@ -14,8 +14,10 @@ Command add_import_hf_command(CLI::App& app) {
   cmd->add_option("dir", a->dir, "directory with config.json, model.safetensors, vocab.txt (tokenizer_config.json)")
       ->required()
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--task", a->task, "classification | span_qa (default: from config.json's architectures)")
-      ->check(CLI::IsMember({"classification", "span_qa"}));
+  cmd->add_option("--task", a->task,
+                  "classification | span_qa | mlm (default: from config.json's architectures; mlm for BertForMaskedLM "
+                  "and BertForPreTraining)")
+      ->check(CLI::IsMember({"classification", "span_qa", "mlm"}));
   cmd->add_option("--pooling", a->pooling,
                   "the classifier's pooling: cls_pooler | mean | cls (default: a sentence-transformers pooling config's "
                   "mean or cls when the directory has one, else cls_pooler, BERT's pooler)")

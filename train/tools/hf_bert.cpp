@@ -43,8 +43,28 @@ const std::vector<std::pair<std::string, std::string>>& top_names() {
       {"classifier.weight", "classifier.weight"},
       {"classifier.bias", "classifier.bias"},
       {"qa_outputs.weight", "span.weight"},
-      {"qa_outputs.bias", "span.bias"}};
+      {"qa_outputs.bias", "span.bias"},
+      {"cls.predictions.transform.dense.weight", "mlm.dense.weight"},
+      {"cls.predictions.transform.dense.bias", "mlm.dense.bias"},
+      {"cls.predictions.transform.LayerNorm.weight", "mlm.ln.weight"},
+      {"cls.predictions.transform.LayerNorm.bias", "mlm.ln.bias"},
+      {"cls.predictions.bias", "mlm.bias"}};
   return t;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// The task whose head a headroom parameter belongs to ("" for the encoder's).
+std::string head_task(const std::string& ours) {
+  if (starts_with(ours, "classifier.")) return "classification";
+  if (starts_with(ours, "span.")) return "span_qa";
+  if (starts_with(ours, "mlm.")) return "mlm";
+  return "";
+}
+
+// How the notes and errors name a task's head.
+std::string head_title(const std::string& task) {
+  return task == "classification" ? "sequence classification" : task == "span_qa" ? "span QA" : "masked-LM";
 }
 
 // Within layer i: "encoder.layer.<i>." + BERT module <-> "layers.<i>." + headroom module (each .weight and .bias).
@@ -56,8 +76,6 @@ const std::vector<std::pair<std::string, std::string>>& layer_modules() {
       {"output.dense", "ffn.out"},              {"output.LayerNorm", "ln2"}};
   return t;
 }
-
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 // "<prefix><digits>.<rest>" -> (digits, rest)
 bool split_index(const std::string& s, const std::string& prefix, std::string& index, std::string& rest) {
@@ -156,6 +174,7 @@ YAML::Node number(double v) {
 }
 
 struct ImportPlan {
+  std::string task;  // classification | span_qa | mlm
   bool classifier = false;
   std::vector<std::string> notes;
   std::vector<std::string> labels;  // classification: id2label in id order (empty: config.json has none)
@@ -174,17 +193,22 @@ ImportPlan plan_model(const json& j, const std::string& path, const std::string&
     const auto arch = c.get<std::vector<std::string>>("architectures", {});
     const bool cls = std::find(arch.begin(), arch.end(), "BertForSequenceClassification") != arch.end();
     const bool qa = std::find(arch.begin(), arch.end(), "BertForQuestionAnswering") != arch.end();
+    // BertForPreTraining's MLM head is BertForMaskedLM's (its next-sentence head is not used)
+    const bool mlm = std::find(arch.begin(), arch.end(), "BertForMaskedLM") != arch.end() ||
+                     std::find(arch.begin(), arch.end(), "BertForPreTraining") != arch.end();
     if (cls && qa)
       throw UsageError(path + ": 'architectures' names both BertForSequenceClassification and "
-                              "BertForQuestionAnswering: choose the head with --task classification|span_qa");
-    task = qa ? "span_qa" : "classification";
-    if (!cls && !qa) {  // BertModel (sentence encoders), BertForMaskedLM, BertForPreTraining, or none named
+                              "BertForQuestionAnswering: choose the head with --task classification|span_qa|mlm");
+    task = qa ? "span_qa" : cls || !mlm ? "classification" : "mlm";
+    if (!cls && !qa && !mlm) {  // BertModel (sentence encoders), or none named
       std::string names;
       for (const auto& n : arch) names += (names.empty() ? "" : ", ") + n;
       p.notes.push_back(path + ": 'architectures' (" + (names.empty() ? "none" : names) + ") has no task head: " +
-                        "imported with a sequence classifier (--task span_qa for a span QA head)");
+                        "imported with a sequence classifier (--task span_qa for a span QA head, --task mlm for "
+                        "BERT's masked-LM head)");
     }
   }
+  p.task = task;
   p.classifier = task == "classification";
   const std::string act = c.get<std::string>("hidden_act", "gelu");
   if (act != "gelu") c.fail("hidden_act", "'" + act + "' is not supported (headroom's gelu is the erf GELU, 'gelu')");
@@ -212,7 +236,7 @@ ImportPlan plan_model(const json& j, const std::string& path, const std::string&
   }
 
   YAML::Node m;
-  m["type"] = p.classifier ? "encoder_classifier" : "encoder_span_qa";
+  m["type"] = p.classifier ? "encoder_classifier" : task == "span_qa" ? "encoder_span_qa" : "encoder_mlm";
   m["d_model"] = d;
   m["ffn_dim"] = c.positive("intermediate_size");
   m["max_len"] = p.max_len;
@@ -322,7 +346,7 @@ std::pair<std::string, std::string> sentence_transformers_pooling(const fs::path
 
 }  // namespace
 
-HfBertName map_hf_bert_name(const std::string& hf_name, bool classifier) {
+HfBertName map_hf_bert_name(const std::string& hf_name, const std::string& task) {
   std::string n = starts_with(hf_name, "bert.") ? hf_name.substr(5) : hf_name;
   for (const auto& [legacy, now] : {std::pair{".gamma", ".weight"}, {".beta", ".bias"}}) {
     const std::string l = std::string("LayerNorm") + legacy;
@@ -330,12 +354,18 @@ HfBertName map_hf_bert_name(const std::string& hf_name, bool classifier) {
       n = n.substr(0, n.size() - std::string(legacy).size()) + now;
   }
   if (n == "embeddings.position_ids") return {HfBertName::buffer, ""};
-  if (starts_with(n, "cls.")) return {HfBertName::unused, ""};
-  if (starts_with(n, "pooler.") && !classifier) return {HfBertName::unused, ""};
+  if (starts_with(n, "cls.")) {  // the pretraining heads: BertForMaskedLM's cls.predictions is the mlm head
+    if (task != "mlm") return {HfBertName::unused, ""};
+    // the decoder is tied: its weight is the word embeddings, its bias cls.predictions.bias
+    if (n == "cls.predictions.decoder.weight") return {HfBertName::tied, "embeddings.token"};
+    if (n == "cls.predictions.decoder.bias") return {HfBertName::tied, "mlm.bias"};
+    if (starts_with(n, "cls.seq_relationship.")) return {HfBertName::unused, ""};  // BertForPreTraining's NSP head
+  }
+  if (starts_with(n, "pooler.") && task != "classification") return {HfBertName::unused, ""};
   for (const auto& [hf, ours] : top_names()) {
     if (n != hf) continue;
-    const bool head_of_other_task = classifier ? starts_with(ours, "span.") : starts_with(ours, "classifier.");
-    return head_of_other_task ? HfBertName{} : HfBertName{HfBertName::parameter, ours};
+    const std::string owner = head_task(ours);
+    return owner.empty() || owner == task ? HfBertName{HfBertName::parameter, ours} : HfBertName{};
   }
   std::string index, rest, module, suffix;
   if (split_index(n, "encoder.layer.", index, rest) && split_suffix(rest, module, suffix))
@@ -347,7 +377,8 @@ HfBertName map_hf_bert_name(const std::string& hf_name, bool classifier) {
 std::string hf_bert_name(const std::string& headroom_name) {
   for (const auto& [hf, ours] : top_names())
     if (headroom_name == ours)
-      return starts_with(hf, "classifier.") || starts_with(hf, "qa_outputs.") ? hf : "bert." + hf;
+      return starts_with(hf, "classifier.") || starts_with(hf, "qa_outputs.") || starts_with(hf, "cls.") ? hf
+                                                                                                  : "bert." + hf;
   std::string index, rest, module, suffix;
   if (split_index(headroom_name, "layers.", index, rest) && split_suffix(rest, module, suffix))
     for (const auto& [hf, ours] : layer_modules())
@@ -378,7 +409,7 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
   const json config = read_json(config_path);
   ImportPlan plan = plan_model(config, config_path, a.task, pooling);
   if (!a.pooling.empty() && !plan.classifier)
-    throw UsageError("--pooling is the sequence classifier's; a span QA model has none");
+    throw UsageError("--pooling is the sequence classifier's; a span QA or MLM model has none");
   std::vector<std::string> notes = plan.notes;
   if (!st_note.empty()) notes.push_back(st_note + (plan.classifier ? ": the classifier uses pooling: " + pooling : ""));
   if (const std::string sb = (dir / "sentence_bert_config.json").string(); fs::exists(sb)) {
@@ -398,7 +429,7 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
   }
   const SafeTensorsFile f = read_safetensors(weights);
   for (const auto& [name, t] : f.tensors)
-    if (map_hf_bert_name(name, plan.classifier).name == "embeddings.token" && !t.shape.empty())
+    if (map_hf_bert_name(name, plan.task).name == "embeddings.token" && !t.shape.empty())
       HR_CHECK(t.shape[0] == vocab.size(), weights + ": '" + name + "' has " + std::to_string(t.shape[0]) +
                                                " rows (token embeddings) but " + vocab_path + " has " +
                                                std::to_string(vocab.size()) + " tokens (lines)");
@@ -410,7 +441,7 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
   bool labels_from_data = false;
   if (plan.classifier && plan.labels.empty()) {
     for (const auto& [name, t] : f.tensors)
-      if (map_hf_bert_name(name, true).name == "classifier.bias" && t.shape.size() == 1)
+      if (map_hf_bert_name(name, "classification").name == "classifier.bias" && t.shape.size() == 1)
         for (int64_t i = 0; i < t.shape[0]; ++i) plan.labels.push_back("LABEL_" + std::to_string(i));
     labels_from_data = plan.labels.empty();
     if (!labels_from_data)
@@ -421,24 +452,49 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
   ModelDims dims;
   dims.vocab_size = vocab.size();
   dims.num_labels = labels_from_data ? 1 : static_cast<int64_t>(plan.labels.size());  // 1: left out of the run
+  if (plan.task == "mlm") dims.num_labels = 0;
   dims.segments = plan.segments;
   std::unique_ptr<EncoderModel> model = build_model(Config::parse(emit(plan.model), config_path), dims);
 
   // every tensor of the file names a parameter, a buffer or an unused pretraining part; nothing else
   std::map<std::string, std::string> source;  // headroom name -> tensor name in the file
-  std::vector<std::string> unused;
+  std::vector<std::string> unused, nsp;
+  std::vector<std::pair<std::string, std::string>> tied;  // (tensor name in the file, the headroom name it copies)
   for (const auto& [name, t] : f.tensors) {
-    HfBertName m = map_hf_bert_name(name, plan.classifier);
+    HfBertName m = map_hf_bert_name(name, plan.task);
     if (m.kind == HfBertName::parameter && starts_with(m.name, "classifier.pooler.") && pooling != "cls_pooler")
       m = {HfBertName::unused, ""};  // BERT's pooler, and the classifier pools otherwise
-    if (m.kind == HfBertName::unused) unused.push_back(name);
+    if (m.kind == HfBertName::tied) tied.emplace_back(name, m.name);
+    if (m.kind == HfBertName::unused)
+      (plan.task == "mlm" && name.find("cls.seq_relationship.") != std::string::npos ? nsp : unused).push_back(name);
     if (m.kind != HfBertName::parameter && m.kind != HfBertName::unknown) continue;
     HR_CHECK(m.kind == HfBertName::parameter,
              weights + ": unexpected tensor '" + name + "' (not a parameter of BERT's encoder or of the " +
-                 (plan.classifier ? "sequence classification" : "span QA") + " head)");
+                 head_title(plan.task) + " head)");
     const auto [it, fresh] = source.emplace(m.name, name);
     HR_CHECK(fresh, weights + ": '" + name + "' and '" + it->second + "' are the same parameter");
   }
+  // The MLM decoder is tied, as in transformers: a stored decoder weight must be the word embeddings and a stored
+  // decoder bias cls.predictions.bias (transformers 4.57 keeps the embeddings and cls.predictions.bias and silently
+  // drops a copy that differs; headroom refuses rather than guess which the checkpoint meant), and a decoder bias
+  // without cls.predictions.bias is the output bias.
+  for (const auto& [name, ours] : tied) {
+    const auto it = source.find(ours);
+    if (it == source.end()) {
+      if (ours == "mlm.bias") source.emplace(ours, name);
+      continue;  // no word embeddings: the missing-tensor error below names them
+    }
+    const SafeTensor &copy = f.tensors.at(name), &original = f.tensors.at(it->second);
+    HR_CHECK(copy.shape == original.shape && to_f32(copy) == to_f32(original),
+             weights + ": '" + name + "' differs from '" + it->second + "' (" +
+                 (copy.shape == original.shape ? "same shape " + shape_str(copy.shape) + ", other values"
+                                               : "shape " + shape_str(copy.shape) + " and " +
+                                                     shape_str(original.shape)) +
+                 "): BERT's masked-LM decoder is tied to it, and headroom's decodes with it");
+  }
+  if (!nsp.empty())
+    notes.push_back(weights + ": the next-sentence head of BertForPreTraining (" + nsp.front() +
+                    (nsp.size() > 1 ? ", ..." : "") + ") is not used: headroom pretrains with the masked-LM task only");
   if (!unused.empty())
     notes.push_back(weights + ": " + std::to_string(unused.size()) + " tensors not used by this model (" +
                     unused.front() + (unused.size() > 1 ? ", ..." : "") + ")");
@@ -470,8 +526,7 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
                       "leaves out " + list + ", which `train --set train.init_from=...` initialises for the " +
                       "training data's labels");
     else
-      notes.push_back(weights + " has no " + (plan.classifier ? "sequence classification" : "span QA") +
-                      " head: initialised (" + list + ")");
+      notes.push_back(weights + " has no " + head_title(plan.task) + " head: initialised (" + list + ")");
   }
 
   YAML::Node root;
@@ -479,11 +534,11 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
   root["tokenizer"]["vocab"] = (fs::path(a.out_dir) / "vocab.txt").string();
   root["tokenizer"]["lower_case"] = tok.lower_case;
   if (tok.strip_accents) root["tokenizer"]["strip_accents"] = *tok.strip_accents;
-  root["data"]["task"] = plan.classifier ? "classification" : "squad";
-  root["data"]["format"] = plan.classifier ? "jsonl" : "squad";
+  root["data"]["task"] = plan.classifier ? "classification" : plan.task == "span_qa" ? "squad" : "mlm";
+  root["data"]["format"] = plan.classifier ? "jsonl" : plan.task == "span_qa" ? "squad" : "text";
   if (tok.max_len > 0) root["data"]["max_seq_len"] = tok.max_len;  // tokenizer_config.json's model_max_length
   // the question may take half the window (a checkpoint with a short max_len still fits a question and context)
-  if (!plan.classifier) root["data"]["max_query_len"] = std::min<int64_t>(64, plan.max_len / 2);
+  if (plan.task == "span_qa") root["data"]["max_query_len"] = std::min<int64_t>(64, plan.max_len / 2);
   root["train"]["lr"] = number(3e-5);  // BERT's usual fine-tuning
   root["train"]["epochs"] = 2;
   root["train"]["batch_size"] = 32;
@@ -523,9 +578,10 @@ void export_hf_bert(const HfExportArgs& a) {
   const EncoderModel& model = *run.model;
   const std::string& r = a.run_dir;
   const YAML::Node m = YAML::Load(run.config.root.child("model").dump());
-  const bool classifier = model.type() == "encoder_classifier";
-  HR_CHECK(classifier || model.type() == "encoder_span_qa",
-           r + ": model.type " + model.type() + " has no BERT head (encoder_classifier or encoder_span_qa)");
+  const bool classifier = model.type() == "encoder_classifier", mlm = model.type() == "encoder_mlm";
+  HR_CHECK(classifier || mlm || model.type() == "encoder_span_qa",
+           r + ": model.type " + model.type() + " has no BERT head (encoder_classifier, encoder_span_qa or "
+                                                "encoder_mlm)");
   HR_CHECK((m["norm"] ? m["norm"].as<std::string>() : "pre") == "post", r + ": a pre-LN model is not BERT (norm: post)");
   HR_CHECK(!classifier || (m["pooling"] && m["pooling"].as<std::string>() == "cls_pooler"),
            r + ": BERT's sequence classifier needs the pooler (pooling: cls_pooler)");
@@ -561,7 +617,10 @@ void export_hf_bert(const HfExportArgs& a) {
     if (!removed.empty()) pruned[std::to_string(i)] = removed;
   }
 
-  json c = {{"architectures", {classifier ? "BertForSequenceClassification" : "BertForQuestionAnswering"}},
+  const char* architecture = classifier ? "BertForSequenceClassification"
+                             : mlm      ? "BertForMaskedLM"
+                                        : "BertForQuestionAnswering";
+  json c = {{"architectures", {architecture}},
             {"model_type", "bert"},
             {"vocab_size", run.tokenizer->vocab().size()},
             {"hidden_size", D},
@@ -580,6 +639,9 @@ void export_hf_bert(const HfExportArgs& a) {
             {"position_embedding_type", "absolute"},
             {"torch_dtype", "float32"}};
   if (!pruned.empty()) c["pruned_heads"] = pruned;
+  // the decoder is the word embeddings (transformers' default, said as BertForMaskedLM checkpoints say it); its
+  // weight and bias (cls.predictions.bias) are not written again, as save_pretrained leaves them out
+  if (mlm) c["tie_word_embeddings"] = true;
   if (classifier) {
     const auto& labels = dynamic_cast<const ClassificationTask&>(*run.task).labels().labels();
     for (size_t i = 0; i < labels.size(); ++i) {
