@@ -262,6 +262,20 @@ TEST_CASE("mlm: predict fills [MASK] with the top-k tokens, their probabilities 
             "no [MASK]") != std::string::npos);
 }
 
+TEST_CASE("curves: an MLM run's evaluation metric against tokens seen, and clear errors") {
+  TempDir d;
+  const std::string cfg = mlm_setup(d);
+  REQUIRE(headroom("train --quiet " + quote(cfg) + " --out " + quote(d / "run") + " --set train.eval_every=5").code == 0);
+  const Result r = headroom("curves " + quote(d / "run") + " --metric eval.masked_accuracy --x tokens --out " +
+                            quote(d / "acc.png"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const std::string png = read_file(d / "acc.png");
+  REQUIRE(png.size() > 1000);
+  CHECK(png.substr(1, 3) == "PNG");
+  CHECK(headroom("curves " + quote(d / "run") + " --metric eval.nothing --out " + quote(d / "x.png")).code == 2);
+  CHECK(headroom("curves " + quote(d / "nowhere") + " --metric loss --out " + quote(d / "x.png")).code != 0);
+}
+
 TEST_CASE("mlm: bad corpora and options exit 2 naming the key or the file") {
   TempDir d;
   const std::string cfg = mlm_setup(d);
