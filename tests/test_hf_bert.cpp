@@ -320,14 +320,7 @@ TEST_CASE("headroom import-hf, then predict, eval and a fine-tune through the no
       {"what is the largest city of france?", "paris is the largest city of france.", "paris"},
       {"who was born in paris?", "the queen was born in paris.", "the queen"},
       {"what river is the oldest?", "the oldest river of england is in london.", "london"}};
-  nlohmann::json paragraphs = nlohmann::json::array();
-  for (size_t i = 0; i < qa.size(); ++i) {
-    const auto& [q, c, a] = qa[i];
-    paragraphs.push_back({{"context", c},
-                          {"qas", {{{"id", std::to_string(i)}, {"question", q},
-                                    {"answers", {{{"text", a}, {"answer_start", c.find(a)}}}}}}}});
-  }
-  write_file(d / "squad.json", nlohmann::json{{"version", "1.1"}, {"data", {{{"title", "t"}, {"paragraphs", paragraphs}}}}}.dump());
+  write_squad(d / "squad.json", qa);
 
   r = headroom("eval --run " + quote(run) + " --data " + quote(d / "squad.json"));
   CHECK_MESSAGE(r.code == 0, r.output);

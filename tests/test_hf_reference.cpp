@@ -251,15 +251,7 @@ TEST_SUITE("python_refs") {
         {"where was the king born?", "the king was born in paris, the largest city of france.", "paris"},
         {"where was the queen born?", "the queen was born in london, the largest city of england.", "london"},
         {"what is the largest city of france?", "paris is the largest city of france.", "paris"}};
-    nlohmann::json paragraphs = nlohmann::json::array();
-    for (size_t i = 0; i < qa.size(); ++i) {
-      const auto& [q, c, a] = qa[i];
-      paragraphs.push_back({{"context", c},
-                            {"qas", {{{"id", std::to_string(i)}, {"question", q},
-                                      {"answers", {{{"text", a}, {"answer_start", c.find(a)}}}}}}}});
-    }
-    write_file(d / "squad.json",
-               nlohmann::json{{"version", "1.1"}, {"data", {{{"title", "t"}, {"paragraphs", paragraphs}}}}}.dump());
+    write_squad(d / "squad.json", qa);
     Result r = headroom("train --quiet " + quote(d / "run/config.yaml") + " --out " + quote(d / "ft") +
                         " --set data.train_path=" + quote(d / "squad.json") + " --set train.init_from=" +
                         quote(d / "run/checkpoint-best.safetensors") +

@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -32,6 +33,18 @@ inline void write_file(const std::string& path, const std::string& text) {
 inline std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// A SQuAD v1.1 file: one paragraph per (question, context, answer), the answer found in the context.
+inline void write_squad(const std::string& path, const std::vector<std::array<std::string, 3>>& qa) {
+  nlohmann::json paragraphs = nlohmann::json::array();
+  for (size_t i = 0; i < qa.size(); ++i) {
+    const auto& [q, c, a] = qa[i];
+    paragraphs.push_back({{"context", c},
+                          {"qas", {{{"id", std::to_string(i)}, {"question", q},
+                                    {"answers", {{{"text", a}, {"answer_start", c.find(a)}}}}}}}});
+  }
+  write_file(path, nlohmann::json{{"version", "1.1"}, {"data", {{{"title", "t"}, {"paragraphs", paragraphs}}}}}.dump());
 }
 
 // Three intents, each with its own words plus shared filler, so a tiny model can learn them in a few steps.
