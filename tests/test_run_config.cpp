@@ -2,6 +2,7 @@
 // a run, overflow or never end are ConfigErrors naming the file, line and key before any work starts.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <functional>
 #include <string>
 
@@ -123,4 +124,19 @@ TEST_CASE("configs/bert-base-mnli.yaml and bert-base-squad.yaml: every key read,
       CHECK(rc.train.epochs == 2);
     }
   }
+}
+
+TEST_CASE("every config in configs/ reads without an unknown key and builds its model") {
+  const std::string dir = hr::testing::repo_path("configs");
+  int checked = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".yaml") continue;
+    CAPTURE(e.path().string());
+    // data files are the user's (corpora, SQuAD's training set): not checked here
+    const RunConfig rc = load_run_config(e.path().string(), {}, /*check_files=*/false);
+    CHECK_NOTHROW(build_model(rc.root.child("model"), ModelDims{1000, 3, 0}));
+    CHECK_NOTHROW(rc.root.check_all_read());
+    ++checked;
+  }
+  CHECK(checked >= 18);
 }
