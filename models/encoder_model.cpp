@@ -83,7 +83,8 @@ EncoderModel::EncoderModel(const Config& m, const ModelDims& dims) : type_(m.get
     }
   }
   if (pre_norm_) final_ln_ = &register_module("final_ln", std::make_unique<LayerNorm>(d_model_, ln_eps));
-  std::unique_ptr<TaskHead> head = build_head(m, type_, HeadSettings{d_model_, dropout, dims_, ln_eps, &embeddings_->token});
+  std::unique_ptr<TaskHead> head =
+      build_head(m, type_, HeadSettings{d_model_, dropout, dims_, ln_eps, &embeddings_->token});
   const std::string head_name = head->name();
   head_ = &register_module(head_name, std::move(head));
 }

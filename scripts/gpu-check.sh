@@ -98,7 +98,7 @@ bench=(bench configs/bert-base.yaml --batch 32 --seq-len 128 --vocab 30522 --cla
 stage bench-fp32 60 env HR_CUDA_TF32=0 "${run[@]}" headroom "${bench[@]}"
 stage bench-tf32 60 env HR_CUDA_TF32=1 "${run[@]}" headroom "${bench[@]}"
 stage bench-bf16 60 env HR_CUDA_TF32=0 "${run[@]}" headroom "${bench[@]}" --precision bf16
-# BERT-base-shaped MLM pretraining step (BertForMaskedLM, one position in 7 decoded through the tied 30522-token decoder)
+# a BERT-base-shaped MLM pretraining step (one position in 7 decoded through the tied 30522-token decoder)
 stage bench-mlm-bf16 60 env HR_CUDA_TF32=0 "${run[@]}" headroom bench configs/bert-base-mlm.yaml --batch 32 \
   --seq-len 128 --vocab 30522 --steps 10 --warmup 3 --json --precision bf16
 stage torch 75 python3 scripts/torch_step.py --batch 32 --seq-len 128 --steps 10 --warmup 3
