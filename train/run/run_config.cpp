@@ -2,8 +2,6 @@
 
 #include <filesystem>
 
-#include "train/tasks/task_registry.h"
-
 namespace hr {
 
 namespace {

@@ -5,10 +5,9 @@
 
 #include <optional>
 
-#include "train/data/recall_data.h"
 #include "train/data/squad_data.h"
+#include "train/tasks/qa_options.h"
 #include "train/tasks/task.h"
-#include "train/tasks/task_options.h"
 #include "train/tasks/task_registry.h"
 #include "train/tokenizer/tokenizer.h"
 
@@ -65,22 +64,6 @@ std::vector<QaPrediction> predict_answers(EncoderModel& model, const Tokenizer& 
                                           int64_t max_answer_len,
                                           const std::vector<std::pair<std::string, std::string>>& questions,
                                           Device d, int64_t batch_size);
-
-// The QA task's data: keys.
-class QaOptions : public TaskOptions {
- public:
-  static std::shared_ptr<const TaskOptions> read(const Config& data, bool check_files);  // the registry's reader
-
-  std::string format = "squad";  // squad: one file per split | recall: generated in memory from `recall`
-  SplitFiles files;
-  int64_t doc_stride = 128, max_query_len = 64, max_answer_len = 30;  // windowing
-  std::string metric = "auto";  // auto | squad | cmrc (parse_qa_metric, squad_metric.h)
-  RecallOptions recall;         // format recall: the generator's knobs (recall_data.h)
-
-  void require_train_data(const Config& data) const override;
-  std::string row_length_problem(int64_t row_len) const override;
-  std::vector<std::string> data_overrides(const std::string& split, const std::string& file) const override;
-};
 
 class QaTask : public Task {
  public:

@@ -50,6 +50,10 @@ class SplitFileOptions : public TaskOptions {
   SplitFiles files;
 };
 
+// The task's own keys of the data: block (`data` is that block), read by the task registered as `task`
+// (train/tasks/task_registry.cpp). A config error naming data.task when it is unknown.
+std::shared_ptr<const TaskOptions> read_task_options(const std::string& task, const Config& data, bool check_files);
+
 struct DataOptions {
   bool present = false;                 // the config has a data: block
   std::string task = "classification";  // a registered task (task_registry.h)

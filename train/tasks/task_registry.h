@@ -37,9 +37,6 @@ struct TaskType {
 void register_task(const std::string& name, TaskType type);
 std::vector<std::string> registered_tasks();
 
-// The task's own keys of the data: block (`data` is that block). A config error naming data.task when it is unknown.
-std::shared_ptr<const TaskOptions> read_task_options(const std::string& task, const Config& data, bool check_files);
-
 // The config's task. A config error (naming file, line and key) when model.type is not the head the task trains.
 // `root` is the whole config (its model: block names the head).
 std::unique_ptr<Task> make_task(const Config& root, const TaskContext& ctx);

@@ -1,0 +1,17 @@
+// read_task_options for the fuzz build, whose parser library has no models, tasks or kernels: the built-in tasks'
+// option readers by name, as the registry (train/tasks/task_registry.cpp) holds them, so fuzz_config validates every
+// task's data: keys with the code the binary runs.
+#include "train/tasks/classification_options.h"
+#include "train/tasks/mlm_options.h"
+#include "train/tasks/qa_options.h"
+
+namespace hr {
+
+std::shared_ptr<const TaskOptions> read_task_options(const std::string& task, const Config& data, bool check_files) {
+  if (task == "classification") return ClassificationOptions::read(data, check_files);
+  if (task == "squad") return QaOptions::read(data, check_files);
+  if (task == "mlm") return MlmOptions::read(data, check_files);
+  data.fail("task", "unknown task '" + task + "' (known: classification, mlm, squad)");
+}
+
+}  // namespace hr
