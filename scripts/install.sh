@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what headroom needs on a fresh Debian 12 machine (idempotent: installed packages are skipped) and
-# configures the release build in build/. CUDA is optional: the CUDA backend is built where nvcc and cuBLAS are found.
+# configures the release build in build/, then builds the targets given (all of them by default: scripts/main.sh asks
+# for the headroom binary only). CUDA is optional: the CUDA backend is built where nvcc and cuBLAS are found.
+# Usage: scripts/install.sh [TARGET ...]   (meson target names, e.g. headroom:executable)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,4 +34,4 @@ if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export 
 if [ ! -f build/build.ninja ]; then
   meson setup build --buildtype=release
 fi
-meson compile -C build
+meson compile -C build "$@"

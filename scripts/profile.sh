@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where a CPU training step's time goes: perf samples `headroom bench` on the reference config (after the build) and
-# groups the symbols into the kinds of work of docs/profile.md. Needs perf (Debian: linux-perf).
+# groups the symbols into the kinds of work of docs/performance.md. Needs perf (Debian: linux-perf).
 # Usage: [HEADROOM=binary] scripts/profile.sh [CONFIG] [extra bench args, e.g. --precision bf16]
 #   (default configs/bench-cpu.yaml, 30 steps)
 set -euo pipefail

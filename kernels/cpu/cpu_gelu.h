@@ -2,7 +2,7 @@
 // Stegun 7.1.26 (|error| <= 1.5e-7, the approximation oneDNN's gelu_erf uses as well) and cpu_exp.h's exp. The
 // derivative's exp(-x^2/2) is the exp that erf needs, so the backward pass costs one exp and one division an element,
 // as the forward does; oneDNN 2.6's eltwise backward cost twice its forward here
-// (`headroom bench --kernels`, docs/profile.md). The GPU computes the same function with erff (kernels/math/unary.h).
+// (`headroom bench --kernels`, docs/performance.md). The GPU computes the same function with erff (kernels/math/unary.h).
 #pragma once
 
 #include <cmath>

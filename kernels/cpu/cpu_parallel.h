@@ -8,7 +8,7 @@
 namespace hr::cpu {
 
 // Below about this many cheap operations a parallel region costs more than it saves: waking a sleeping OpenMP thread
-// takes tens of microseconds on a virtual machine (docs/profile.md). Tests set 1 to run the parallel paths on small
+// takes tens of microseconds on a virtual machine (docs/performance.md). Tests set 1 to run the parallel paths on small
 // inputs (ParallelAlways).
 inline int64_t parallel_work = int64_t{1} << 17;
 

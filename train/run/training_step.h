@@ -21,7 +21,7 @@ struct LossReduction {
   bool finite = true;  // every replica's loss was finite
 };
 
-// Data-parallel training's part of a step (framework/distributed/gradient_reducer.h): replicas agree on each
+// Data-parallel training's part of a step (train/run/gradient_reducer.h): replicas agree on each
 // micro-batch's loss and on whether it is finite, so that every replica skips the same steps, and sum their gradients
 // (each weighted by its share of the global batch) before the norm, clipping and the optimizer see them.
 class GradientSync {
