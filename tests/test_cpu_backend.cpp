@@ -5,7 +5,10 @@
 #include <cmath>
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <string>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -1031,6 +1034,57 @@ TEST_CASE("dropout and uniform: statistics, reproducible, thread-count independe
 }
 
 // ---------------------------------------------------------------- allocator
+
+namespace {
+// A source of blocks with a budget, standing in for cudaMalloc: the CUDA allocator's paths (checked frees, a retry
+// after handing the cache back, out of memory) run here without a GPU.
+struct BudgetBlocks {
+  static constexpr size_t kAlignment = 128, kMinBlock = 512;
+  static constexpr bool kChecksFrees = true, kFreesCachedOnDestruction = false;
+  static inline size_t budget = 0, used = 0, frees = 0;
+  static inline std::map<void*, size_t> sizes;
+  static void* allocate(size_t bytes) {
+    if (used + bytes > budget) return nullptr;
+    void* p = std::malloc(bytes);
+    used += bytes, sizes[p] = bytes;
+    return p;
+  }
+  static void free(void* p) {
+    used -= sizes.at(p), sizes.erase(p), ++frees;
+    std::free(p);
+  }
+  [[noreturn]] static void out_of_memory(size_t bytes, size_t) {
+    throw Error("out of memory: " + std::to_string(bytes));
+  }
+};
+}  // namespace
+
+TEST_CASE("size-class cache: the CUDA allocator's classes, a retry after releasing the cache, checked frees") {
+  using Cache = SizeClassCache<BudgetBlocks>;
+  CHECK(Cache::size_class(1) == 512);
+  CHECK(Cache::size_class(512) == 512);
+  CHECK(Cache::size_class(513) == 640);
+  CHECK(Cache::size_class(1025) == 1280);
+  BudgetBlocks::budget = 2048;
+  Cache c;
+  void* a = c.allocate(1000);  // class 1024
+  c.deallocate(a, 1000);
+  CHECK(c.bytes_cached() == 1024);
+  void* b = c.allocate(1500);  // class 1536: 1024 + 1536 > 2048 until the cached block goes back
+  CHECK(b != nullptr);
+  CHECK(BudgetBlocks::frees == 1);
+  CHECK(c.bytes_cached() == 0);
+  CHECK(c.system_allocations() == 2);
+  CHECK_THROWS_WITH_AS(c.allocate(1000), doctest::Contains("out of memory"), Error);
+  CHECK_THROWS_WITH_AS(c.deallocate(b, 1499), doctest::Contains("did not hand out"), Error);
+  int other = 0;
+  CHECK_THROWS_AS(c.deallocate(&other, 4), Error);
+  c.deallocate(b, 1500);
+  CHECK(c.bytes_in_use() == 0);
+  CHECK(c.peak_bytes_in_use() == 1536);
+  c.release_cached();
+  CHECK(BudgetBlocks::used == 0);
+}
 
 TEST_CASE("allocator: a repeated pattern of allocations reaches the system once") {
   const size_t sizes[] = {1, 64, 100, 1000, 4096, 5000, 1 << 20, 3 * (1 << 20) + 7};

@@ -41,8 +41,8 @@ class CudaBackend final : public Backend {
   Device device() const override { return Device::CUDA; }
 
   // ---- memory
-  void* alloc(size_t bytes) override { return allocator_.alloc(bytes); }
-  void dealloc(void* p, size_t bytes) override { allocator_.dealloc(p, bytes); }
+  void* alloc(size_t bytes) override { return allocator_.allocate(bytes); }
+  void dealloc(void* p, size_t bytes) override { allocator_.deallocate(p, bytes); }
   size_t system_allocations() const override { return allocator_.system_allocations(); }
   size_t bytes_in_use() const override { return allocator_.bytes_in_use(); }
   size_t peak_bytes_in_use() const override { return allocator_.peak_bytes_in_use(); }
