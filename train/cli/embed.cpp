@@ -14,6 +14,7 @@
 #include "framework/safetensors.h"
 #include "kernels/base/error.h"
 #include "train/cli/command.h"
+#include "train/run/load_encoder.h"
 #include "train/run/trainer.h"
 
 namespace fs = std::filesystem;
@@ -27,45 +28,6 @@ struct EmbedArgs {
   bool normalize = false, jsonl = false;
   int64_t batch_size = 32;
 };
-
-struct Encoder {
-  RunConfig config;
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::unique_ptr<EncoderModel> model;
-};
-
-// The run's tokenizer and model. A classification run without labels.txt (an imported encoder whose classifier the
-// training data will size, hr::import_hf_bert) is built with a one-label classifier that its checkpoint need not
-// hold; every other parameter must be there.
-Encoder load_encoder(const EmbedArgs& a) {
-  Encoder e;
-  const std::string& dir = a.run_dir;
-  HR_CHECK(fs::exists(dir + "/config.yaml"), dir + " is not a headroom run directory (no config.yaml)");
-  e.config = load_run_config(dir + "/config.yaml", {}, /*check_files=*/false);
-  if (e.config.data.task != "classification" || fs::exists(dir + "/labels.txt")) {
-    LoadedRun r = load_run(dir, a.which, /*load_data=*/false);
-    return {std::move(r.config), std::move(r.tokenizer), std::move(r.model)};
-  }
-  HR_CHECK(fs::exists(dir + "/vocab.txt"), dir + "/vocab.txt is missing: the run's vocabulary cannot be rebuilt");
-  e.tokenizer = std::make_unique<Tokenizer>(
-      Vocab::load(dir + "/vocab.txt"), BasicTokenizer(e.config.tokenizer.lower_case, e.config.tokenizer.strip_accents));
-  e.model = build_model(e.config.root.child("model"), ModelDims{e.tokenizer->vocab().size(), 1, 0});
-  const std::string ckpt = dir + "/checkpoint-" + a.which + ".safetensors";
-  HR_CHECK(fs::exists(ckpt), "no checkpoint " + ckpt);
-  const SafeTensorsFile f = read_safetensors(ckpt);
-  const std::string head = std::string(e.model->head().name()) + ".";
-  for (auto& [name, param] : e.model->named_parameters()) {
-    const auto it = f.tensors.find(name);
-    if (it == f.tensors.end()) {
-      HR_CHECK(name.starts_with(head), ckpt + ": parameter '" + name + "' missing");
-      continue;
-    }
-    HR_CHECK(it->second.shape == param.shape(), ckpt + ": '" + name + "' does not have the model's shape");
-    param.copy_from(Tensor::from_vector(to_f32(it->second), param.shape(), Device::CPU));
-  }
-  e.model->to(e.config.train.device);
-  return e;
-}
 
 // The texts of stdin: every line, or with --jsonl each line's "text" (blank lines skipped). A line that is not a JSON
 // object with a string "text" is a UsageError naming the line.
@@ -88,7 +50,7 @@ std::vector<std::string> read_texts(bool jsonl) {
 }
 
 int embed_command(const EmbedArgs& a) {
-  Encoder enc = load_encoder(a);
+  LoadedEncoder enc = load_encoder(a.run_dir, a.which);
   EncoderModel& model = *enc.model;
   const Vocab& vocab = enc.tokenizer->vocab();
   const int64_t max_len = enc.config.data.max_seq_len > 0 ? enc.config.data.max_seq_len : model.max_len();

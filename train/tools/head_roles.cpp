@@ -12,6 +12,7 @@
 #include "framework/autograd.h"
 #include "kernels/base/error.h"
 #include "models/head_pruning.h"
+#include "train/run/load_encoder.h"
 #include "train/run/trainer.h"
 #include "train/tools/plot.h"
 
@@ -130,11 +131,20 @@ std::string png_path(const HeadsArgs& heads, const std::string& stat) {
 
 int head_roles_command(const HeadsArgs& heads, const RolesArgs& roles) {
   if (roles.batches < 0) throw UsageError("heads --roles: --batches must be >= 0");
-  LoadedRun run = load_run(heads.run_dir, heads.which, /*load_data=*/roles.text_file.empty());
-  EncoderModel& model = *run.model;
-  const Vocab& vocab = run.tokenizer->vocab();
-  const Device device = run.config.train.device;
-  const int64_t batch_size = roles.batch_size > 0 ? roles.batch_size : run.config.train.batch_size;
+  // a split needs the run's task and data; a text file only the encoder (an imported BERT has no data or labels)
+  LoadedRun run;
+  LoadedEncoder encoder;
+  if (roles.text_file.empty()) {
+    run = load_run(heads.run_dir, heads.which);
+  } else {
+    encoder = load_encoder(heads.run_dir, heads.which);
+  }
+  EncoderModel& model = run.model ? *run.model : *encoder.model;
+  const Tokenizer& tokenizer = run.tokenizer ? *run.tokenizer : *encoder.tokenizer;
+  const RunConfig& config = run.model ? run.config : encoder.config;
+  const Vocab& vocab = tokenizer.vocab();
+  const Device device = config.train.device;
+  const int64_t batch_size = roles.batch_size > 0 ? roles.batch_size : config.train.batch_size;
 
   std::vector<int64_t> heads_per_layer;  // 0 for a layer without attention
   std::vector<size_t> attention_layers;  // the layers whose maps forward() returns, in order
@@ -150,7 +160,7 @@ int head_roles_command(const HeadsArgs& heads, const RolesArgs& roles) {
   int64_t rows = 0;
   if (!roles.text_file.empty()) {
     // at most 128 tokens a line, as Clark et al. measured: longer rows cost T^2 memory for the maps
-    text = text_rows(roles.text_file, *run.tokenizer, std::min<int64_t>(model.max_len(), 128),
+    text = text_rows(roles.text_file, tokenizer, std::min<int64_t>(model.max_len(), 128),
                      roles.batches > 0 ? roles.batches * batch_size : 0);
     rows = static_cast<int64_t>(text.size());
   } else {
@@ -218,12 +228,13 @@ int head_roles_command(const HeadsArgs& heads, const RolesArgs& roles) {
   for (size_t k = 0; k < kHeadRoleNames.size(); ++k) {
     const std::string name = kHeadRoleNames[k];
     const std::string path = png_path(heads, name);
-    write_role_png(path, stats, attention_layers, max_heads, "attention to " + name, 1.f,
+    const char* what[] = {"the previous token", "the next token", "the token itself", "[CLS]", "[SEP]"};
+    write_role_png(path, stats, attention_layers, max_heads, std::string("average attention to ") + what[k], 1.f,
                    [k](const RoleStats& s) { return s.attention[k]; });
     std::cout << "wrote " << path << "\n";
   }
   const std::string path = png_path(heads, "entropy");
-  write_role_png(path, stats, attention_layers, max_heads, "entropy (nats)",
+  write_role_png(path, stats, attention_layers, max_heads, "attention entropy (nats)",
                  static_cast<float>(std::log(std::max(2.0, mean_tokens))),
                  [](const RoleStats& s) { return s.entropy; });
   std::cout << "wrote " << path << "\n";
