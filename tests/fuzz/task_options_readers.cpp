@@ -11,7 +11,8 @@ std::shared_ptr<const TaskOptions> read_task_options(const std::string& task, co
   if (task == "classification") return ClassificationOptions::read(data, check_files);
   if (task == "squad") return QaOptions::read(data, check_files);
   if (task == "mlm") return MlmOptions::read(data, check_files);
-  data.fail("task", "unknown task '" + task + "' (known: classification, mlm, squad)");
+  if (task == "tagging") return std::make_shared<SplitFileOptions>(SplitFiles::read(data, check_files));
+  data.fail("task", "unknown task '" + task + "' (known: classification, mlm, squad, tagging)");
 }
 
 }  // namespace hr
