@@ -398,11 +398,15 @@ int64_t Config::get_positive(const std::string& key, int64_t fallback) const {
 
 std::string Config::get_choice(const std::string& key, std::initializer_list<const char*> choices,
                                const char* fallback) const {
+  return get_choice(key, std::vector<std::string>(choices.begin(), choices.end()), fallback);
+}
+
+std::string Config::get_choice(const std::string& key, const std::vector<std::string>& allowed,
+                               const char* fallback) const {
   mark_read(key);
   if (fallback && !has(key)) return fallback;
   const Config choice = value(key);
   const std::string text = choice.as<std::string>();
-  const std::vector<std::string> allowed(choices.begin(), choices.end());
   if (std::ranges::find(allowed, text) != allowed.end()) return text;
   std::string list;
   for (const std::string& name : allowed) list += (list.empty() ? "'" : ", '") + name + "'";

@@ -60,6 +60,9 @@ class Config {
   // One of `choices`; without a fallback the key is required.
   std::string get_choice(const std::string& key, std::initializer_list<const char*> choices,
                          const char* fallback = nullptr) const;
+  // The same over names known at run time (a registry's).
+  std::string get_choice(const std::string& key, const std::vector<std::string>& choices,
+                         const char* fallback = nullptr) const;
 
   // Throws a ConfigError "file:line: path.key: what" (or "--set ...: path.key: what" for an overridden value).
   [[noreturn]] void fail(const std::string& key, const std::string& what) const;

@@ -75,10 +75,13 @@ void AdamW::update(float lr, WeightCopies* copies) {
   backend(params_[0].second.device()).adamw(slots.data(), static_cast<int>(slots.size()), h);
 }
 
-SGD::SGD(NamedTensors params, std::vector<bool> decay, float momentum, float weight_decay)
+SGD::SGD(NamedTensors params, std::vector<bool> decay, float momentum, float weight_decay, bool nesterov,
+         std::vector<float> lr_scale)
     : Optimizer(std::move(params), {"sgd_momentum"}), decay_(std::move(decay)), momentum_(momentum),
-      weight_decay_(weight_decay) {
+      weight_decay_(weight_decay), nesterov_(nesterov), lr_scale_(std::move(lr_scale)) {
   HR_CHECK(decay_.size() == params_.size(), "SGD: one decay flag per parameter");
+  if (lr_scale_.empty()) lr_scale_.assign(params_.size(), 1.f);
+  HR_CHECK(lr_scale_.size() == params_.size(), "SGD: one learning-rate scale per parameter");
 }
 
 void SGD::step(float lr) {
@@ -92,9 +95,9 @@ void SGD::step(float lr) {
     if (momentum_ != 0.f) {
       Tensor& v = slot(0, i);
       v.copy_from(add(scale(v, momentum_), g));  // v = momentum * v + g
-      g = v;
+      g = nesterov_ ? add(g, scale(v, momentum_)) : v;  // Nesterov (PyTorch's form): g + momentum * v
     }
-    p.copy_from(sub(p, scale(g, lr)));
+    p.copy_from(sub(p, scale(g, lr * lr_scale_[i])));  // lr * 1 is lr exactly: the plain step is unchanged
   }
 }
 

@@ -1,6 +1,7 @@
-// Optimizers behind one interface (AdamW with decoupled weight decay, SGD with momentum), global-norm gradient
-// clipping and learning-rate schedules. An optimizer's state is a list of named tensors ("<param>.<slot>"), so the
-// checkpoint code saves and restores it without knowing which optimizer it is.
+// Optimizers behind one interface (AdamW with decoupled weight decay, SGD with momentum; LAMB in lamb.h; chosen by
+// name from framework/optimizer_registry.h), global-norm gradient clipping and learning-rate schedules. An optimizer's
+// state is a list of named tensors ("<param>.<slot>"), so the checkpoint code saves and restores it without knowing
+// which optimizer it is.
 #pragma once
 
 #include <memory>
@@ -70,16 +71,20 @@ class AdamW : public Optimizer {
   AdamWOptions opt_;
 };
 
-// SGD with (heavy-ball, PyTorch-style) momentum and L2 weight decay added to the gradient of `decay` parameters.
+// SGD with (heavy-ball, PyTorch-style) momentum, optionally Nesterov's, and L2 weight decay added to the gradient of
+// `decay` parameters; `lr_scale` as AdamW's.
 class SGD : public Optimizer {
  public:
-  SGD(NamedTensors params, std::vector<bool> decay, float momentum = 0.f, float weight_decay = 0.f);
+  SGD(NamedTensors params, std::vector<bool> decay, float momentum = 0.f, float weight_decay = 0.f,
+      bool nesterov = false, std::vector<float> lr_scale = {});
   const char* name() const override { return "sgd"; }
   void step(float lr) override;
 
  private:
   std::vector<bool> decay_;
   float momentum_, weight_decay_;
+  bool nesterov_;
+  std::vector<float> lr_scale_;
 };
 
 // Scales all gradients in place so their global L2 norm is at most max_norm; returns the norm before clipping.

@@ -15,6 +15,7 @@
 #include "kernels/base/error.h"
 #include "train/data/classification_data.h"
 #include "train/data/cmrc_metric.h"
+#include "train/data/conll_data.h"
 #include "train/data/squad_data.h"
 #include "train/data/squad_metric.h"
 #include "train/data/utf8_codepoints.h"
@@ -394,6 +395,65 @@ TEST_CASE("loaders never crash on binary garbage") {
   const SquadData squad = load_squad(tmp.write("deep_squad.json", "{\"data\": [" + deep + "]}"));
   REQUIRE(squad.issues.size() == 1);
   CHECK(contains(squad.issues[0].what, "expected an article object, got array"));
+}
+
+// ------------------------------------------------------------------------------------------------------------ CoNLL
+
+TEST_CASE("conll: sentences by blank lines, the tag in the last column, every issue with its file and line") {
+  TempDir tmp;
+  const std::string path = tmp.write("ner.conll",
+                                     "-DOCSTART- -X- -X- O\n"
+                                     "\n"
+                                     "EU NNP B-NP B-ORG\n"
+                                     "rejects VBZ B-VP O\r\n"
+                                     "German\tB-MISC\n"
+                                     " \t\n"                   // white space alone ends a sentence too
+                                     "Peter B-PER\n"
+                                     "Blackburn\n"              // 8: no tag
+                                     "says O\n"
+                                     "\n"
+                                     "in O\n"
+                                     "Rome S-LOC\n"             // 12: not IOB
+                                     "\n"
+                                     "bad \xC3\x28 O\n"         // 14
+                                     "\n"
+                                     "Lily I-PER\n"
+                                     "Allen I-PER");             // no final newline
+  const ConllData d = load_conll(path, OnError::skip);
+  REQUIRE(d.sentences.size() == 2);
+  CHECK(d.sentences[0].words == std::vector<std::string>{"EU", "rejects", "German"});
+  CHECK(d.sentences[0].tags == std::vector<std::string>{"B-ORG", "O", "B-MISC"});
+  CHECK(d.sentences[0].source == path + ":3");
+  CHECK(d.sentences[1].tags == std::vector<std::string>{"I-PER", "I-PER"});
+  CHECK(d.sentences[1].source == path + ":16");
+  const std::vector<std::string> expected = {
+      path + ":8: expected a token and its tag, separated by white space (the sentence is skipped)",
+      path + ":12: tag 'S-LOC' is not O, B-TYPE or I-TYPE (IOB) (the sentence is skipped)",
+      path + ":14: invalid UTF-8 (the sentence is skipped)"};
+  REQUIRE(d.issues.size() == expected.size());
+  for (size_t k = 0; k < expected.size(); ++k) CHECK(d.issues[k].message() == expected[k]);
+  CHECK(error_of([&] { load_conll(path, OnError::fail); }) == expected[0]);
+  CHECK(contains(error_of([&] { load_conll((tmp.dir / "missing.conll").string(), OnError::skip); }), "missing.conll"));
+}
+
+TEST_CASE("conll: entities are conlleval's chunks, scored by span and type") {
+  using Spans = std::vector<EntitySpan>;
+  CHECK(entity_spans({"B-PER", "I-PER", "O", "B-LOC"}) == Spans{{0, 2, "PER"}, {3, 4, "LOC"}});
+  // IOB1: I- opens a chunk after O or another type; B- after the same type opens a new one
+  CHECK(entity_spans({"I-ORG", "I-ORG", "I-LOC", "B-LOC", "I-LOC", "O", "I-PER"}) ==
+        Spans{{0, 2, "ORG"}, {2, 3, "LOC"}, {3, 5, "LOC"}, {6, 7, "PER"}});
+  CHECK(entity_spans({"O", "O"}).empty());
+
+  // gold: PER(0,2) LOC(3,4) | ORG(0,1); predicted: PER(0,2) LOC(3,4) as ORG | ORG(0,1) MISC(1,2)
+  const std::vector<std::vector<std::string>> gold = {{"B-PER", "I-PER", "O", "B-LOC"}, {"B-ORG", "O"}};
+  const std::vector<std::vector<std::string>> pred = {{"B-PER", "I-PER", "O", "B-ORG"}, {"B-ORG", "B-MISC"}};
+  const auto m = entity_scores(gold, pred);
+  CHECK(m.at("precision") == doctest::Approx(2.0 / 4));  // 2 of 4 predicted entities are right
+  CHECK(m.at("recall") == doctest::Approx(2.0 / 3));     // 2 of 3 gold entities are found
+  CHECK(m.at("f1") == doctest::Approx(2 * 0.5 * (2.0 / 3) / (0.5 + 2.0 / 3)));
+  CHECK(m.at("accuracy") == doctest::Approx(4.0 / 6));
+  // a partial span is no hit
+  CHECK(entity_scores({{"B-PER", "I-PER"}}, {{"B-PER", "O"}}).at("f1") == 0.0);
 }
 
 // ------------------------------------------------------------------------------------------------------------ SQuAD

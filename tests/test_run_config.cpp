@@ -43,6 +43,21 @@ TEST_CASE("negative weight decay and layer-norm epsilon are rejected") {
   CHECK(error_reading("train:\n  weight_decay: 0\nmodel:\n  layer_norm_eps: 1e-12\n").empty());
 }
 
+TEST_CASE("train.optimizer is a registered optimizer; SGD's momentum and Nesterov are checked") {
+  CHECK(error_reading("train:\n  optimizer: adam\n") ==
+        "run.yaml:2: train.optimizer: expected one of 'adamw', 'lamb', 'sgd', got 'adam' (did you mean 'adamw'?)");
+  CHECK(error_reading("train:\n  momentum: 1\n") == "run.yaml:2: train.momentum: must be in [0, 1)");
+  CHECK(error_reading("train:\n  momentum: 0\n  nesterov: true\n") ==
+        "run.yaml:3: train.nesterov: needs train.momentum > 0");
+  const TrainOptions t =
+      read_run_config(Config::parse("train:\n  optimizer: sgd\n  momentum: 0.5\n  nesterov: true\n", "r.yaml"), "r")
+          .train;
+  CHECK(t.optimizer == "sgd");
+  CHECK(t.momentum == 0.5f);
+  CHECK(t.nesterov);
+  CHECK(read_run_config(Config::parse("train:\n  optimizer: lamb\n", "r.yaml"), "r").train.optimizer == "lamb");
+}
+
 TEST_CASE("a max_len that cannot hold [CLS], [SEP] and text (and a whole question for QA) is rejected") {
   CHECK(error_reading("model:\n  max_len: 2\n") ==
         "run.yaml:2: model.max_len: must be at least 3 to hold [CLS], [SEP] and any text");

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "framework/optimizer_registry.h"
+
 namespace hr {
 
 namespace {
@@ -73,13 +75,17 @@ TrainOptions read_train(const Config& root) {
   t.init_from = c.get<std::string>("init_from", "");
   if (!t.init_from.empty()) require_file(c, "init_from", t.init_from);
   t.max_bad_steps = at_most(c, "max_bad_steps", c.get_positive("max_bad_steps", t.max_bad_steps), kMaxSteps);
-  t.optimizer = c.get_choice("optimizer", {"adamw", "sgd"}, "adamw");
+  t.optimizer = c.get_choice("optimizer", registered_optimizers(), "adamw");
   t.adam_beta1 = c.get<float>("adam_beta1", t.adam_beta1);
   if (!(t.adam_beta1 >= 0.f && t.adam_beta1 < 1.f)) c.fail("adam_beta1", "must be in [0, 1)");
   t.adam_beta2 = c.get<float>("adam_beta2", t.adam_beta2);
   if (!(t.adam_beta2 >= 0.f && t.adam_beta2 < 1.f)) c.fail("adam_beta2", "must be in [0, 1)");
   t.adam_epsilon = c.get<float>("adam_epsilon", t.adam_epsilon);
   if (!(t.adam_epsilon > 0.f && t.adam_epsilon <= 1.f)) c.fail("adam_epsilon", "must be in (0, 1]");
+  t.momentum = c.get<float>("momentum", t.momentum);
+  if (!(t.momentum >= 0.f && t.momentum < 1.f)) c.fail("momentum", "must be in [0, 1)");
+  t.nesterov = c.get<bool>("nesterov", t.nesterov);
+  if (t.nesterov && t.momentum == 0.f) c.fail("nesterov", "needs train.momentum > 0");
   t.precision = c.get_choice("precision", {"f32", "bf16"}, "f32") == "bf16" ? Precision::BF16 : Precision::F32;
   t.dp_bucket_mb = c.get<float>("dp_bucket_mb", t.dp_bucket_mb);
   if (!(t.dp_bucket_mb > 0.f && t.dp_bucket_mb <= 4096.f)) c.fail("dp_bucket_mb", "must be in (0, 4096]");

@@ -40,8 +40,10 @@ struct TrainOptions {
   bool bucket_by_length = true;
   std::string init_from;      // a weights file (safetensors, keys = parameter names)
   int64_t max_bad_steps = 5;  // consecutive NaN/inf steps before the run stops
-  std::string optimizer = "adamw";  // adamw | sgd
-  float adam_beta1 = 0.9f, adam_beta2 = 0.999f, adam_epsilon = 1e-8f;  // AdamW (Hugging Face's names)
+  std::string optimizer = "adamw";  // a registered optimizer (framework/optimizer_registry.h): adamw | sgd | lamb
+  float adam_beta1 = 0.9f, adam_beta2 = 0.999f, adam_epsilon = 1e-8f;  // AdamW, LAMB (Hugging Face's names)
+  float momentum = 0.9f;  // SGD
+  bool nesterov = false;  // SGD
   Precision precision = Precision::F32;  // bf16: matmuls in bf16 with f32 master weights (framework/autocast.h)
   // data parallel under mpirun (train/run/data_parallel.h)
   float dp_bucket_mb = 25.f;   // gradient all-reduce bucket (PyTorch DDP's default)

@@ -21,6 +21,7 @@
 
 #include "framework/atomic_file.h"
 #include "framework/autograd.h"
+#include "framework/optimizer_registry.h"
 #include "kernels/base/error.h"
 #include "framework/ops.h"
 #include "framework/random.h"
@@ -70,11 +71,11 @@ std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerOptions& t, const Task&
   return std::make_unique<Tokenizer>(learn_wordpiece_vocab(texts, static_cast<int>(t.vocab_size), basic), basic);
 }
 
+// train.optimizer from the registry (framework/optimizer_registry.h); weight decay on matrices only.
 std::unique_ptr<Optimizer> make_optimizer(const TrainOptions& t, const EncoderModel& model) {
   const NamedTensors params = model.named_parameters();
-  if (t.optimizer == "sgd") return std::make_unique<SGD>(params, matrix_decay_flags(params), 0.9f, t.weight_decay);
-  return std::make_unique<AdamW>(params, matrix_decay_flags(params), AdamWOptions{t.adam_beta1, t.adam_beta2, t.adam_epsilon, t.weight_decay},
-                                 lr_scales(model, params, t));
+  return build_optimizer(t.optimizer, {params, matrix_decay_flags(params), lr_scales(model, params, t)},
+                         {t.weight_decay, t.adam_beta1, t.adam_beta2, t.adam_epsilon, t.momentum, t.nesterov});
 }
 
 // The batches of one epoch, a pure function of (seed, epoch): shuffled rows; with bucketing, chunks of 50 batches are

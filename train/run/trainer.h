@@ -1,5 +1,6 @@
-// The training run: builds tokenizer, task and model from a RunConfig, trains with AdamW (warm-up + decay, clipping,
-// accumulation), evaluates, keeps the best and the last checkpoint, and writes metrics.jsonl in the run directory.
+// The training run: builds tokenizer, task and model from a RunConfig, trains with train.optimizer (warm-up + decay,
+// clipping, accumulation), evaluates, keeps the best and the last checkpoint, and writes metrics.jsonl in the run
+// directory.
 #pragma once
 
 #include <memory>

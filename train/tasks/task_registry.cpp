@@ -4,6 +4,7 @@
 #include "train/tasks/classification_task.h"
 #include "train/tasks/mlm_task.h"
 #include "train/tasks/qa_task.h"
+#include "train/tasks/tagging_task.h"
 
 namespace hr {
 
@@ -21,6 +22,7 @@ Registry<TaskType>& tasks() {
     add(r, "classification", {"encoder_classifier", make_classification_task, nullptr, ClassificationOptions::read});
     add(r, "squad", {"encoder_span_qa", make_qa_task, nullptr, QaOptions::read});
     add(r, "mlm", {"encoder_mlm", make_mlm_task, nullptr, MlmOptions::read});
+    add(r, "tagging", {"encoder_tagger", make_tagging_task, make_tagging_head, nullptr});
   });
   return r;
 }
