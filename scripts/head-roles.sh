@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 out=$1
 shift
 mkdir -p "$out"
-awk 'NF > 20' tests/fixtures/wiki_en_tiny/tiny.txt | head -256 >"$out/wiki.txt"
+awk 'NF > 20 && n++ < 256' tests/fixtures/wiki_en_tiny/tiny.txt >"$out/wiki.txt"
 python3 -c 'import json, sys; [print(t) for t, _ in json.load(open(sys.argv[1]))["val"]]' \
   data/clinc150/data_full.json >"$out/clinc150.txt"
 for arg in "$@"; do
