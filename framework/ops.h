@@ -94,6 +94,16 @@ Tensor log_softmax(const Tensor& x, const Tensor& mask = Tensor());
 // (which head_context keeps anyway).
 Tensor attention_weights(const Tensor& x, const Tensor& mask, float scale, float p, bool training);
 
+// ---- fused attention (ops/attention.cpp): head_context(attention_weights(head_scores(q, k, heads), mask, scale, p,
+// training), v) in one op that never makes the (B, H, Tq, Tk) weights (FlashAttention-2: blocks of keys with an online
+// softmax; the backward pass recomputes the weights block by block from two floats a row). q (B, Tq, H*Dh), k and v
+// (B, Tk, H*Dh) -> (B, Tq, H*Dh); mask (B, Tk) additive or undefined. The same dropout draws, and under a bf16 scope
+// the same bf16 operands with f32 sums, as the unfused ops. `bf16_for_product`: the caller only multiplies the result
+// (the output projection), so under a bf16 scope it is returned in bf16, as that product would round it, and the
+// backward rule keeps that copy instead of an f32 one besides. CPU only for now (Backend::attention).
+Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Tensor& mask,
+                       float scale, float p, bool training, bool bf16_for_product = false);
+
 // ---- normalisation (ops/norm.cpp): over the last dim, gamma/beta of size (n)
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps = 1e-5f);
 

@@ -39,6 +39,25 @@ struct GemmArgs {
   bool gelu = false;            // C = gelu(...) after the bias: the erf form of Unary::Gelu
 };
 
+// Attention's operands where the projections write them: q (B, Tq, H*Dh), k and v (B, Tk, H*Dh), out (B, Tq, H*Dh);
+// head h is columns [h*Dh, (h+1)*Dh). stats (B, H, Tq, 2): each row's maximum of scale * q k^T + mask and the log
+// of its sum of exps, apart rather than added into one log-sum-exp, so that a fully padded row (every score near -1e9,
+// where a float's spacing is 64) keeps the few units of the log. With bf16 inputs every product reads bf16 operands
+// (the weights and, backward, gout and the scores' gradient rounded as the unfused ops round them) into f32 sums.
+struct FusedAttentionArgs {
+  int64_t B = 0, H = 0, Tq = 0, Tk = 0, Dh = 0;
+  GemmInputs inputs = GemmInputs::F32;
+  const void* q = nullptr;  // float* or uint16_t* (bf16 bits), as `inputs` says
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const float* mask = nullptr;  // (B, Tk) additive, or null
+  float scale = 1.f;
+  // inverted dropout on the weights: weight (b, h, i, j) is element ((b*H + h)*Tq + i)*Tk + j of the stream (seed,
+  // offset), drawn as softmax_dropout draws the (B, H, Tq, Tk) weights; 0 keeps every weight
+  float p_drop = 0.f;
+  uint64_t seed = 0, offset = 0;
+};
+
 // A broadcast iteration over an output of `shape` (contiguous). Operand strides are in elements; 0 broadcasts.
 struct Broadcast {
   int ndim = 0;
@@ -144,6 +163,14 @@ class Backend {
   // has y < 1e-40, so what it would add is below float resolution).
   virtual void softmax_dropout_backward(const float* y, const void* out, bool out_bf16, const float* gout, float* gx,
                                         int64_t rows, int64_t n, float scale, float p_drop, bool accumulate) = 0;
+  // ---- fused attention (FlashAttention-2): for every sequence b and head h, out_h = dropout(softmax(scale * q_h k_h^T +
+  // mask_b)) v_h without the (Tq, Tk) weights: blocks of keys at a time with an online softmax. Each row's softmax
+  // statistics are saved for the backward pass, which recomputes the weights block by block (FusedAttentionArgs).
+  // out: f32, or bf16 bits when out_bf16 (the copy the next product would make).
+  virtual void attention(const FusedAttentionArgs& a, void* out, bool out_bf16, float* stats) = 0;
+  // gq, gk, gv (overwritten, f32, in q's, k's and v's layout) from gout, out and stats of attention(a, ...).
+  virtual void attention_backward(const FusedAttentionArgs& a, const void* out, bool out_bf16, const float* stats,
+                                  const float* gout, float* gq, float* gk, float* gv) = 0;
   // y = log_softmax(x + mask_row) with the same mask convention (scale 1)
   virtual void log_softmax(const float* x, const float* mask, float* y, int64_t rows, int64_t n,
                            int64_t rows_per_mask) = 0;

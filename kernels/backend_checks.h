@@ -59,6 +59,14 @@ inline void check_softmax_dropout(const float* mask, int64_t rows_per_mask, floa
   check_dropout(p, "softmax_dropout");
 }
 
+inline void check_attention(const FusedAttentionArgs& a) {
+  HR_CHECK(a.B >= 0 && a.H > 0 && a.Tq >= 0 && a.Tk > 0 && a.Dh > 0,
+           "attention: sizes B=" + std::to_string(a.B) + " H=" + std::to_string(a.H) + " Tq=" + std::to_string(a.Tq) +
+               " Tk=" + std::to_string(a.Tk) + " Dh=" + std::to_string(a.Dh) + " need H, Tk and Dh positive");
+  HR_CHECK(a.B * a.Tq == 0 || (a.q && a.k && a.v), "attention: null operand");
+  check_dropout(a.p_drop, "attention");
+}
+
 // Rows of length 0 have no mean or variance to save for the backward pass.
 inline void check_layer_norm(int64_t rows, int64_t n) {
   HR_CHECK(rows >= 0 && n >= 0, "layer_norm: negative size");

@@ -1,12 +1,23 @@
 #include "models/attention.h"
 
 #include <cmath>
+#include <iostream>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include "framework/autocast.h"
 #include "framework/autograd.h"
 #include "kernels/base/error.h"
 
 namespace hr {
+
+namespace {
+bool fused_attention_on = true;  // UnfusedAttention turns it off for its scope
+}  // namespace
+
+UnfusedAttention::UnfusedAttention() : saved_(fused_attention_on) { fused_attention_on = false; }
+UnfusedAttention::~UnfusedAttention() { fused_attention_on = saved_; }
 
 Tensor mix_heads(const Tensor& x, const Tensor& m) {
   // f32 under bf16: the mixed logits feed a softmax, and an (H, H) mixing costs nothing next to the projections
@@ -18,6 +29,14 @@ Tensor mix_heads(const Tensor& x, const Tensor& m) {
 }
 
 namespace {
+
+// Says once a process which attention path serves which layers, and why (a path a reason: each line once).
+void say_path(const std::string& what) {
+  static std::mutex m;
+  static std::set<std::string> said;
+  const std::lock_guard<std::mutex> lock(m);
+  if (said.insert(what).second) std::cerr << "attention: " << what << "\n";
+}
 
 Tensor identity(int64_t n, Device d) {
   std::vector<float> v(static_cast<size_t>(n * n), 0.f);
@@ -57,20 +76,11 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, const AttentionOptions& 
   }
 }
 
-Tensor MultiHeadAttention::forward(const Tensor& x, LayerContext& ctx) const {
-  const int64_t B = x.dim(0), T = x.dim(1), H = opt_.heads, Dh = opt_.head_dim;
-  if (H == 0) {
-    ctx.prev_logits = Tensor();
-    return add(Tensor::zeros(x.shape(), x.device()), o.bias);
-  }
-  // the heads stay where the projections put them: head h is columns [h*Dh, (h+1)*Dh) (head_scores, head_context)
-  const Tensor xin = autocast_operand(x);  // rounded once for the three projections under bf16
-  // only the head products read them: bf16 straight from the gemm when nothing is recorded under a bf16 scope
-  const Tensor qx = q->forward(xin, true);  // (B, T, H*Dh)
-  const Tensor kx = k->forward(xin, true);  // (B, T, H*Dh)
-  const Tensor vx = v->forward(xin, true);  // (B, T, H*Dh)
-  const float s = 1.f / std::sqrt(static_cast<float>(Dh));
-
+// The unfused path: the (B, H, T, T) weights as tensors, for what reads or mixes them.
+Tensor MultiHeadAttention::unfused_heads(const Tensor& qx, const Tensor& kx, const Tensor& vx,
+                                         LayerContext& ctx) const {
+  const int64_t H = opt_.heads;
+  const float s = 1.f / std::sqrt(static_cast<float>(opt_.head_dim));
   Tensor probs;  // (B, H, T, T)
   const bool mixes_logits = talk_logits || opt_.cross_layer;
   const bool fused = !mixes_logits && !ctx.attention_maps;  // the maps need the weights before dropout
@@ -86,7 +96,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, LayerContext& ctx) const {
     if (opt_.cross_layer && ctx.prev_logits.defined()) {
       Tensor prev = ctx.prev_logits;
       if (cross_map) prev = mix_heads(prev, *cross_map);
-      else if (head_permutation_.defined()) prev = mix_heads(prev, head_permutation_.to(x.device()));
+      else if (head_permutation_.defined()) prev = mix_heads(prev, head_permutation_.to(qx.device()));
       logits = add(logits, prev);
     }
     ctx.prev_logits = opt_.cross_layer ? logits : Tensor();  // only a cross-layer layer passes its logits on
@@ -95,8 +105,43 @@ Tensor MultiHeadAttention::forward(const Tensor& x, LayerContext& ctx) const {
   if (talk_weights) probs = mix_heads(probs, *talk_weights);
   if (ctx.attention_maps) ctx.attention_maps->push_back(probs.detach());
   if (!fused) probs = dropout(probs, opt_.dropout, training());
+  return head_context(probs, vx);  // (B, T, H*Dh)
+}
 
-  Tensor heads = head_context(probs, vx);  // (B, T, H*Dh)
+const char* MultiHeadAttention::unfused_reason(const LayerContext& ctx, Device d) const {
+  if (talk_logits) return "talking heads mix the logits and weights of all heads";
+  if (opt_.cross_layer) return "cross-layer logits are passed on to the next layer";
+  if (ctx.attention_maps) return "weights are asked for (attention maps)";
+  if (d != Device::CPU) return "device has no fused kernel yet (CUDA)";
+  if (!fused_attention_on) return "fused kernel is switched off (UnfusedAttention)";
+  return nullptr;
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& x, LayerContext& ctx) const {
+  const int64_t B = x.dim(0), T = x.dim(1), H = opt_.heads, Dh = opt_.head_dim;
+  if (H == 0) {
+    ctx.prev_logits = Tensor();
+    return add(Tensor::zeros(x.shape(), x.device()), o.bias);
+  }
+  // the heads stay where the projections put them: head h is columns [h*Dh, (h+1)*Dh) (head_scores, head_context)
+  const Tensor xin = autocast_operand(x);  // rounded once for the three projections under bf16
+  // only the head products read them: bf16 straight from the gemm when nothing is recorded under a bf16 scope
+  const Tensor qx = q->forward(xin, true);  // (B, T, H*Dh)
+  const Tensor kx = k->forward(xin, true);  // (B, T, H*Dh)
+  const Tensor vx = v->forward(xin, true);  // (B, T, H*Dh)
+  const float s = 1.f / std::sqrt(static_cast<float>(Dh));
+
+  Tensor heads;  // (B, T, H*Dh)
+  if (const char* why = unfused_reason(ctx, x.device())) {
+    say_path(std::string("unfused path where the ") + why);
+    heads = unfused_heads(qx, kx, vx, ctx);
+  } else {
+    say_path("fused kernel (blocked online softmax, no (B, H, T, T) weights kept) for plain layers");
+    ctx.prev_logits = Tensor();  // a plain layer breaks the chain of residual logits
+    // in bf16 under a bf16 scope when only the output projection reads it (gates and head masks multiply it first)
+    const bool only_product = !gates && !head_mask_.defined();
+    heads = fused_attention(qx, kx, vx, H, ctx.key_mask, s, opt_.dropout, training(), only_product);
+  }
   if (gates || head_mask_.defined()) {
     heads = reshape(heads, {B, T, H, Dh});
     if (gates) heads = mul(heads, reshape(gates->forward(), {1, 1, H, 1}));

@@ -38,6 +38,11 @@ class MultiHeadAttention : public Module, public AttentionHeads {
   Tensor forward(const Tensor& x, LayerContext& ctx) const;
   const AttentionOptions& options() const { return opt_; }
   LayerStats stats(int64_t seq_len) const;  // attention fields only
+  // Why forward() takes the unfused path (the (B, H, T, T) weights as tensors) for this context on device d, or null
+  // when the fused kernel (fused_attention) serves it: talking heads and cross-layer logits mix or pass on the
+  // weights or logits of all heads, attention maps read the weights, and CUDA has no fused kernel yet. Gates and head
+  // masks scale each head's output after the product, so the fused kernel serves them.
+  const char* unfused_reason(const LayerContext& ctx, Device d) const;
 
   Linear* q = nullptr;  // (H*Dh, D); null when the layer has no head left
   Linear* k = nullptr;
@@ -63,9 +68,24 @@ class MultiHeadAttention : public Module, public AttentionHeads {
                                                                 const std::vector<int64_t>& prev_keep) const override;
 
  private:
+  Tensor unfused_heads(const Tensor& qx, const Tensor& kx, const Tensor& vx, LayerContext& ctx) const;
+
   AttentionOptions opt_;
   Tensor head_mask_;         // (H) or (B, H) multipliers of the heads' outputs (head importance); usually undefined
   Tensor head_permutation_;  // (H, H) fixed permutation matrix (cross-layer `interleave`), or undefined
+};
+
+// For its scope, layers that the fused kernel would serve take the unfused path instead (tests and benchmarks compare
+// the two). Not thread-safe: open it where no other thread runs a model.
+class UnfusedAttention {
+ public:
+  UnfusedAttention();
+  ~UnfusedAttention();
+  UnfusedAttention(const UnfusedAttention&) = delete;
+  UnfusedAttention& operator=(const UnfusedAttention&) = delete;
+
+ private:
+  bool saved_;
 };
 
 // y[b, o] = sum_i x[b, i] * m[i, o] over heads: x (B, H_in, T, S), m (H_in, H_out) -> (B, H_out, T, S). In f32 under

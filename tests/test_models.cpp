@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -659,8 +660,37 @@ model:
   CHECK(kept[Precision::BF16] < 0.85 * kept[Precision::F32]);
 }
 
-TEST_CASE("attention's fused weights (attention_weights) train as softmax then dropout do: same loss and gradients") {
-  // asking for the attention maps takes the unfused path (the maps are the weights before dropout)
+TEST_CASE("the fused kernel serves plain and gated layers; talking heads, cross-layer logits, maps and CUDA do not") {
+  AttentionOptions a;
+  a.heads = 2;
+  a.head_dim = 4;
+  LayerContext ctx;
+  const MultiHeadAttention plain(8, a);
+  CHECK(plain.unfused_reason(ctx, Device::CPU) == nullptr);
+  CHECK(std::string(plain.unfused_reason(ctx, Device::CUDA)).find("CUDA") != std::string::npos);
+  a.gates = true;  // they scale each head's output after the product
+  CHECK(MultiHeadAttention(8, a).unfused_reason(ctx, Device::CPU) == nullptr);
+  a.gates = false;
+  a.talking_heads = true;
+  CHECK(std::string(MultiHeadAttention(8, a).unfused_reason(ctx, Device::CPU)).find("talking heads") != std::string::npos);
+  a.talking_heads = false;
+  a.cross_layer = true;
+  CHECK(std::string(MultiHeadAttention(8, a).unfused_reason(ctx, Device::CPU)).find("cross-layer") != std::string::npos);
+  std::vector<Tensor> maps;
+  ctx.attention_maps = &maps;
+  CHECK(std::string(plain.unfused_reason(ctx, Device::CPU)).find("attention maps") != std::string::npos);
+  ctx.attention_maps = nullptr;
+  {
+    const UnfusedAttention off;
+    CHECK(std::string(plain.unfused_reason(ctx, Device::CPU)).find("switched off") != std::string::npos);
+  }
+  CHECK(plain.unfused_reason(ctx, Device::CPU) == nullptr);
+}
+
+TEST_CASE("attention's three paths train alike: the fused kernel, attention_weights, and softmax then dropout") {
+  // a plain layer takes the fused kernel (fused_attention); UnfusedAttention sends it through attention_weights (the
+  // weights as a tensor, softmax and dropout in one pass); asking for the attention maps takes softmax then dropout
+  // (the maps are the weights before dropout). The last two compute the same values; the kernel sums in blocks.
   std::vector<Precision> precisions{Precision::F32};
   if (backend(Device::CPU).bf16_support(nullptr) != Backend::Bf16::None) precisions.push_back(Precision::BF16);
   manual_seed(6);
@@ -683,21 +713,29 @@ model:
   const Tensor y = Tensor::from_ids({0, 1, 2, 0, 1, 2}, {6});
   for (Precision p : precisions) {
     CAPTURE(precision_name(p));
-    std::vector<float> loss[2];
-    std::vector<std::vector<float>> grads[2];
-    for (int unfused = 0; unfused < 2; ++unfused) {
+    std::vector<float> loss[3];
+    std::vector<std::vector<float>> grads[3];
+    for (int path = 0; path < 3; ++path) {  // fused kernel, attention_weights, softmax then dropout
       model->zero_grad();
       manual_seed(11);
       AutocastScope scope(p, model->parameters());
+      std::optional<UnfusedAttention> unfused;
+      if (path == 1) unfused.emplace();
       std::vector<Tensor> maps;
-      const Tensor l = cross_entropy(model->forward(in, unfused ? &maps : nullptr), y);
-      CHECK(maps.size() == (unfused ? 2u : 0u));
-      loss[unfused] = l.to_vector();
+      const Tensor l = cross_entropy(model->forward(in, path == 2 ? &maps : nullptr), y);
+      CHECK(maps.size() == (path == 2 ? 2u : 0u));
+      loss[path] = l.to_vector();
       backward(l);
-      for (const Tensor& t : model->parameters()) grads[unfused].push_back(t.grad().to_vector());
+      for (const Tensor& t : model->parameters()) grads[path].push_back(t.grad().to_vector());
     }
-    CHECK(loss[0] == loss[1]);
-    for (size_t i = 0; i < grads[0].size(); ++i) check_close(grads[0][i], grads[1][i], "gradient " + std::to_string(i));
+    CHECK(loss[1] == loss[2]);
+    for (size_t i = 0; i < grads[1].size(); ++i) check_close(grads[1][i], grads[2][i], "gradient " + std::to_string(i));
+    // the kernel: f32 to f32's rounding of different sums; under bf16 the weights are rounded before they are
+    // normalised, so to bf16's
+    const double tol = p == Precision::F32 ? 1e-4 : 2e-2;
+    check_close(loss[0], loss[1], "fused kernel's loss", tol, tol);
+    for (size_t i = 0; i < grads[0].size(); ++i)
+      check_close(grads[0][i], grads[1][i], "fused kernel's gradient " + std::to_string(i), tol, tol * 1e-1);
   }
 }
 

@@ -8,15 +8,21 @@ namespace hr {
 using detail::be;
 
 detail::DropoutDraw detail::dropout_draw(const Tensor& x, float p, bool training, const char* op) {
+  return dropout_draw(x.shape(), p, training, op);
+}
+
+detail::DropoutDraw detail::dropout_draw(const Shape& shape, float p, bool training, const char* op) {
   HR_CHECK(p >= 0.f && p < 1.f, std::string(op) + ": p must be in [0, 1), got " + std::to_string(p));
   if (!training || p == 0.f) return {};
   Generator& gen = global_generator();
   const BatchRows& r = batch_rows();
-  if (r.global == 0) return {p, gen.seed, gen.take(x.numel())};
-  HR_CHECK(r.count > 0 && x.numel() % r.count == 0,
-           std::string(op) + ": a tensor of shape " + shape_str(x.shape()) + " is not batch-major over the " +
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  if (r.global == 0) return {p, gen.seed, gen.take(numel)};
+  HR_CHECK(r.count > 0 && numel % r.count == 0,
+           std::string(op) + ": a tensor of shape " + shape_str(shape) + " is not batch-major over the " +
                std::to_string(r.count) + " rows this process holds");
-  const int64_t per_row = x.numel() / r.count;
+  const int64_t per_row = numel / r.count;
   return {p, gen.seed, gen.take(per_row * r.global) + static_cast<uint64_t>(r.first * per_row)};
 }
 

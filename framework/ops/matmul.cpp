@@ -8,6 +8,10 @@
 namespace hr {
 
 using detail::be;
+using detail::check_operand;
+using detail::grad_target;
+using detail::operand;
+using detail::raw;
 
 namespace {
 
@@ -21,23 +25,6 @@ MatDims mat_dims(const Tensor& t, const char* op) {
   return {t.numel() / (t.dim(-2) * t.dim(-1)), t.dim(-2), t.dim(-1)};
 }
 
-// An operand in the precision of the product: bf16 when either operand already is or a bf16 scope is open. The
-// product's backward rule keeps this copy and only grad_target() of t, so t's f32 values are freed as soon as nothing
-// else needs them.
-Tensor operand(const Tensor& t, bool low) { return low && t.dtype() == DType::F32 ? autocast::to_bf16(t) : t; }
-// Where a product's backward rule sends the gradient of operand t, which it multiplied as `in`: `in` when it is on the
-// tape itself (autocast_operand's copy), else t.
-Tensor grad_target(const Tensor& t, const Tensor& in) { return (in.requires_grad() ? in : t).grad_ref(); }
-void check_operand(const Tensor& t, const char* op) {
-  HR_CHECK(t.defined(), std::string(op) + ": undefined input tensor");
-  HR_CHECK(t.dtype() != DType::I32, std::string(op) + ": expected an f32 or bf16 tensor, got i32");
-}
-bool low_precision(const Tensor& a, const Tensor& b) {
-  return autocast::bf16() || a.dtype() == DType::BF16 || b.dtype() == DType::BF16;
-}
-const void* raw(const Tensor& t) {
-  return t.dtype() == DType::BF16 ? static_cast<const void*>(t.bf16()) : static_cast<const void*>(t.data());
-}
 
 // C = op(A) @ op(B) for contiguous row-major tensors, batch dims already checked; A and B f32 or bf16 (rounded here
 // when either is bf16), C f32, or bf16 with `bf16_out` (rounded after the epilogue). bias (N) optional; `gelu`: C =
@@ -46,7 +33,7 @@ const void* raw(const Tensor& t) {
 Tensor gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Shape& batch_shape, const float* bias = nullptr,
             const Tensor& into = Tensor(), bool gelu = false, bool bf16_out = false) {
   if (a.dtype() != b.dtype()) {
-    const bool low = low_precision(a, b);
+    const bool low = detail::low_precision({&a, &b});
     return gemm(operand(a, low), ta, operand(b, low), tb, batch_shape, bias, into, gelu, bf16_out);
   }
   const MatDims da = mat_dims(a, "matmul"), db = mat_dims(b, "matmul");
@@ -139,7 +126,7 @@ void head_gemm(int64_t B, int64_t H, const Tensor& a, HeadLayout la, bool ta, co
 // db = a^T @ g (or g^T @ a when b is transposed), each written in its operand's own layout.
 Tensor head_product(const char* op, int64_t B, int64_t H, const Tensor& a, HeadLayout la, const Tensor& b,
                     HeadLayout lb, bool tb, const Shape& out_shape, HeadLayout lc) {
-  const bool low = low_precision(a, b);
+  const bool low = detail::low_precision({&a, &b});
   const Tensor ain = operand(a, low), bin = operand(b, low);  // what the products read, forward and backward
   Tensor out = Tensor::empty(out_shape, a.device());
   head_gemm(B, H, ain, la, false, bin, lb, tb, out, lc);
@@ -197,7 +184,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   detail::check_same_device(a, b, "matmul");
   mat_dims(a, "matmul");
   mat_dims(b, "matmul");
-  const bool low = low_precision(a, b);
+  const bool low = detail::low_precision({&a, &b});
   const Tensor ain = operand(a, low), bin = operand(b, low);  // what the products read, forward and backward
   Tensor out = product(ain, bin, ta, tb);
 

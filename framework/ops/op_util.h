@@ -1,6 +1,7 @@
 // Small helpers shared by the op implementations (not part of the public API).
 #pragma once
 
+#include "framework/autocast.h"
 #include "framework/autograd.h"
 #include "kernels/base/error.h"
 #include "framework/ops.h"
@@ -45,6 +46,27 @@ inline Tensor view_as(const Tensor& t, Shape shape) {
   return v;
 }
 
+// ---- the operands of products (matmul.cpp, attention.cpp)
+inline void check_operand(const Tensor& t, const char* op) {
+  HR_CHECK(t.defined(), std::string(op) + ": undefined input tensor");
+  HR_CHECK(t.dtype() != DType::I32, std::string(op) + ": expected an f32 or bf16 tensor, got i32");
+}
+// Products run in bf16 when a bf16 scope is open or an operand already is bf16.
+inline bool low_precision(std::initializer_list<const Tensor*> operands) {
+  bool low = autocast::bf16();
+  for (const Tensor* t : operands) low = low || t->dtype() == DType::BF16;
+  return low;
+}
+// An operand in the precision of the product: its bf16 copy under `low`. The product's backward rule keeps this copy
+// and only grad_target() of t, so t's f32 values are freed as soon as nothing else needs them.
+inline Tensor operand(const Tensor& t, bool low) { return low && t.dtype() == DType::F32 ? autocast::to_bf16(t) : t; }
+// Where a product's backward rule sends the gradient of operand t, which it multiplied as `in`: `in` when it is on the
+// tape itself (autocast_operand's copy), else t.
+inline Tensor grad_target(const Tensor& t, const Tensor& in) { return (in.requires_grad() ? in : t).grad_ref(); }
+inline const void* raw(const Tensor& t) {
+  return t.dtype() == DType::BF16 ? static_cast<const void*>(t.bf16()) : static_cast<const void*>(t.data());
+}
+
 inline void record(const char* op, Tensor& out, BackwardFn fn) { Tape::current().record(op, out, std::move(fn)); }
 
 // A dropout over x as ops draw it (ops/dropout.cpp): p (0 outside training), the generator's seed and the first of
@@ -56,5 +78,7 @@ struct DropoutDraw {
   uint64_t seed = 0, offset = 0;
 };
 DropoutDraw dropout_draw(const Tensor& x, float p, bool training, const char* op);
+// The same for a tensor of `shape` that is never made (fused attention's weights)
+DropoutDraw dropout_draw(const Shape& shape, float p, bool training, const char* op);
 
 }  // namespace hr::detail

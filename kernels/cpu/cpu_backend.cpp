@@ -10,6 +10,7 @@
 #include "kernels/backend_checks.h"
 #include "kernels/base/error.h"
 #include "kernels/cpu/cpu_allocator.h"
+#include "kernels/cpu/cpu_attention.h"
 #include "kernels/cpu/cpu_parallel.h"
 #include "kernels/cpu/cpu_dropout.h"
 #include "kernels/cpu/cpu_gelu.h"
@@ -335,6 +336,13 @@ class CpuBackend final : public Backend {
       cpu::softmax_dropout_backward_rows(y, out, out_bf16, gout, gx, r0, r1, n, scale, keep, accumulate,
                                          scratch.data());
     });
+  }
+  void attention(const FusedAttentionArgs& a, void* out, bool out_bf16, float* stats) override {
+    cpu::attention_forward(a, out, out_bf16, stats);
+  }
+  void attention_backward(const FusedAttentionArgs& a, const void* out, bool out_bf16, const float* stats,
+                          const float* gout, float* gq, float* gk, float* gv) override {
+    cpu::attention_backward(a, out, out_bf16, stats, gout, gq, gk, gv);
   }
   void log_softmax(const float* x, const float* mask, float* y, int64_t rows, int64_t n,
                    int64_t rows_per_mask) override {

@@ -1,0 +1,319 @@
+#include "kernels/cpu/cpu_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/backend_checks.h"
+#include "kernels/cpu/cpu_dropout.h"
+#include "kernels/cpu/cpu_exp.h"
+#include "kernels/cpu/cpu_parallel.h"
+#include "kernels/math/bf16.h"
+#include "kernels/math/random.h"
+
+namespace hr::cpu {
+
+namespace {
+
+// Keys a block: a row of a block's scores is four AVX-512 vectors, and a count known at compile time lets the loops
+// below keep a block of them in registers. The last block is padded with zero keys whose weights are set to 0.
+constexpr int64_t kKeys = 64;
+constexpr int64_t kQueries = 64;  // queries a forward task (and a backward inner block)
+
+// Rows [i0, i0 + rows) of head h of sequence b in a (B, T, H*Dh) tensor, widened to f32 (dst: rows x Dh); `round`
+// rounds f32 values to bf16 first (an f32 operand of a bf16 product).
+void load_head_rows(const void* src, bool bf16, bool round, int64_t b, int64_t h, int64_t i0, int64_t rows,
+                    int64_t T, int64_t H, int64_t Dh, float* __restrict dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t at = ((b * T + i0 + r) * H + h) * Dh;
+    float* __restrict d = dst + r * Dh;
+    if (bf16) {
+      const uint16_t* __restrict s = static_cast<const uint16_t*>(src) + at;
+      for (int64_t c = 0; c < Dh; ++c) d[c] = math::from_bf16(s[c]);
+    } else if (round) {
+      const float* __restrict s = static_cast<const float*>(src) + at;
+      for (int64_t c = 0; c < Dh; ++c) d[c] = math::from_bf16(math::to_bf16(s[c]));
+    } else {
+      std::copy(static_cast<const float*>(src) + at, static_cast<const float*>(src) + at + Dh, d);
+    }
+  }
+}
+
+// Keys [j0, j0 + n) of head h as a block: transposed (Dh, kKeys) into t and/or row-major (kKeys, Dh) into m (either
+// may be null), zero past n.
+void pack_keys(const void* src, bool bf16, int64_t b, int64_t h, int64_t j0, int64_t n, int64_t T, int64_t H,
+               int64_t Dh, float* __restrict t, float* __restrict m, float* __restrict row) {
+  if (t) std::fill(t, t + Dh * kKeys, 0.f);
+  if (m) std::fill(m + n * Dh, m + kKeys * Dh, 0.f);
+  for (int64_t j = 0; j < n; ++j) {
+    float* r = m ? m + j * Dh : row;
+    load_head_rows(src, bf16, false, b, h, j0 + j, 1, T, H, Dh, r);
+    if (t)
+      for (int64_t c = 0; c < Dh; ++c) t[c * kKeys + j] = r[c];
+  }
+}
+
+// s[r][j] = sum_c x[r][c] t[c][j] for R rows of x (Dh apart) against a (Dh, kKeys) block: the R x kKeys sums stay in
+// registers while the block streams past.
+template <int R>
+void block_dots(const float* __restrict x, const float* __restrict t, int64_t Dh, float* __restrict s) {
+  float acc[R][kKeys] = {};
+  for (int64_t c = 0; c < Dh; ++c) {
+    const float* __restrict tc = t + c * kKeys;
+    for (int r = 0; r < R; ++r) {
+      const float xr = x[r * Dh + c];
+#pragma omp simd
+      for (int64_t j = 0; j < kKeys; ++j) acc[r][j] += xr * tc[j];
+    }
+  }
+  for (int r = 0; r < R; ++r) std::copy(acc[r], acc[r] + kKeys, s + r * kKeys);
+}
+
+// s (rows, kKeys) = x (rows, Dh) @ t (Dh, kKeys)
+void dots(const float* x, int64_t rows, const float* t, int64_t Dh, float* s) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) block_dots<4>(x + r * Dh, t, Dh, s + r * kKeys);
+  for (; r < rows; ++r) block_dots<1>(x + r * Dh, t, Dh, s + r * kKeys);
+}
+
+// acc (rows, Dh) += w (rows, kKeys) @ m (kKeys, Dh)
+void add_products(const float* __restrict w, int64_t rows, const float* __restrict m, int64_t Dh,
+                  float* __restrict acc) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* __restrict ar = acc + r * Dh;
+    for (int64_t j = 0; j < kKeys; ++j) {
+      const float wj = w[r * kKeys + j];
+#pragma omp simd
+      for (int64_t c = 0; c < Dh; ++c) ar[c] += wj * m[j * Dh + c];
+    }
+  }
+}
+
+// acc (kKeys, Dh) += w^T (kKeys, rows) @ x (rows, Dh), w being (rows, kKeys)
+void add_products_t(const float* __restrict w, int64_t rows, const float* __restrict x, int64_t Dh,
+                    float* __restrict acc) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* __restrict xr = x + r * Dh;
+    for (int64_t j = 0; j < kKeys; ++j) {
+      const float wj = w[r * kKeys + j];
+#pragma omp simd
+      for (int64_t c = 0; c < Dh; ++c) acc[j * Dh + c] += wj * xr[c];
+    }
+  }
+}
+
+// exp(y) for y <= 0, exactly 0 more than 87 below (as the unfused softmax: the key mask's -1e9 gives exact zeros)
+inline float exp_or_zero(float y) { return y < -87.f ? 0.f : exp_nonpositive(y); }
+
+// s[j] = scale * s[j] + mask[j] for j < n; the block's maximum with `m`
+template <bool Masked>
+float scaled_max(float* __restrict s, const float* __restrict mask, int64_t n, float scale, float m) {
+#pragma omp simd reduction(max : m)
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = scale * s[j] + (Masked ? mask[j] : 0.f);
+    m = std::max(m, s[j]);
+  }
+  return m;
+}
+
+// s[j] = exp(s[j] - m) for j < n (sub: a further amount off the exponent), 0 for j in [n, kKeys); returns their sum.
+// (s - m) first: a padded row's scores and maximum are both near -1e9, where only their difference is exact.
+float exps(float* __restrict s, int64_t n, float m, float sub) {
+  float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = exp_or_zero((s[j] - m) - sub);
+    sum += s[j];
+  }
+  std::fill(s + n, s + kKeys, 0.f);
+  return sum;
+}
+
+// w[j] *= f[j] (dropout's factors, f null: none), then rounded to bf16 with `round`
+void drop_round(float* __restrict w, const float* __restrict f, int64_t n, bool round) {
+  if (f) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) w[j] *= f[j];
+  }
+  if (round) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) w[j] = math::from_bf16(math::to_bf16(w[j]));
+  }
+}
+
+// The scores' gradient from the weights' one: ds[j] = scale * p[j] * (dp[j] f[j] - dsum) (f null: 1), rounded to
+// bf16 with `round`; 0 past n
+void score_grads(const float* __restrict p, float* __restrict dp, const float* __restrict f, int64_t n, float dsum,
+                 float scale, bool round) {
+  if (f) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) dp[j] = scale * p[j] * (dp[j] * f[j] - dsum);
+  } else {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) dp[j] = scale * p[j] * (dp[j] - dsum);
+  }
+  if (round) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) dp[j] = math::from_bf16(math::to_bf16(dp[j]));
+  }
+  std::fill(dp + n, dp + kKeys, 0.f);
+}
+
+// The first counter of weight (b, h, i, j) in the dropout stream (FusedAttentionArgs)
+uint64_t weight_counter(const FusedAttentionArgs& a, int64_t b, int64_t h, int64_t i, int64_t j) {
+  return static_cast<uint64_t>(((b * a.H + h) * a.Tq + i) * a.Tk + j);
+}
+
+// One forward task: queries [i0, i0 + mq) of head h of sequence b. scratch: see attention_forward.
+void forward_block(const FusedAttentionArgs& a, int64_t b, int64_t h, int64_t i0, int64_t mq, void* out, bool out_bf16,
+                   float* stats, float* scratch) {
+  const int64_t Dh = a.Dh, H = a.H;
+  const bool bf16 = a.inputs == GemmInputs::BF16;
+  const math::DropoutFactors drop(a.p_drop, a.seed, a.offset);
+  float* q = scratch;                 // (kQueries, Dh)
+  float* kt = q + kQueries * Dh;      // (Dh, kKeys)
+  float* vb = kt + Dh * kKeys;        // (kKeys, Dh)
+  float* acc = vb + kKeys * Dh;       // (kQueries, Dh)
+  float* s = acc + kQueries * Dh;     // (kQueries, kKeys)
+  float* f = s + kQueries * kKeys;    // (kKeys)
+  float* m = f + kKeys;               // (kQueries) running maxima
+  float* l = m + kQueries;            // (kQueries) running sums
+  load_head_rows(a.q, bf16, false, b, h, i0, mq, a.Tq, H, Dh, q);
+  std::fill(acc, acc + mq * Dh, 0.f);
+  std::fill(m, m + mq, -INFINITY);
+  std::fill(l, l + mq, 0.f);
+  for (int64_t j0 = 0; j0 < a.Tk; j0 += kKeys) {
+    const int64_t nk = std::min(kKeys, a.Tk - j0);
+    pack_keys(a.k, bf16, b, h, j0, nk, a.Tk, H, Dh, kt, nullptr, vb);
+    pack_keys(a.v, bf16, b, h, j0, nk, a.Tk, H, Dh, nullptr, vb, nullptr);
+    dots(q, mq, kt, Dh, s);
+    for (int64_t r = 0; r < mq; ++r) {
+      float* sr = s + r * kKeys;
+      const float mx = a.mask ? scaled_max<true>(sr, a.mask + b * a.Tk + j0, nk, a.scale, m[r])
+                              : scaled_max<false>(sr, nullptr, nk, a.scale, m[r]);
+      const float shrink = exp_or_zero(m[r] - mx);  // 0 at the first block (m = -inf)
+      l[r] = l[r] * shrink + exps(sr, nk, mx, 0.f);
+      m[r] = mx;
+      if (drop.threshold) dropout_factors(drop, weight_counter(a, b, h, i0 + r, j0), nk, f);
+      drop_round(sr, drop.threshold ? f : nullptr, nk, bf16);
+      if (shrink != 1.f)
+        for (int64_t c = 0; c < Dh; ++c) acc[r * Dh + c] *= shrink;
+    }
+    add_products(s, mq, vb, Dh, acc);
+  }
+  for (int64_t r = 0; r < mq; ++r) {
+    const float inv = 1.f / l[r];
+    const int64_t at = ((b * a.Tq + i0 + r) * H + h) * Dh;
+    if (out_bf16) {
+      uint16_t* o = static_cast<uint16_t*>(out) + at;
+      for (int64_t c = 0; c < Dh; ++c) o[c] = math::to_bf16(acc[r * Dh + c] * inv);
+    } else {
+      float* o = static_cast<float*>(out) + at;
+      for (int64_t c = 0; c < Dh; ++c) o[c] = acc[r * Dh + c] * inv;
+    }
+    float* st = stats + ((b * H + h) * a.Tq + i0 + r) * 2;
+    st[0] = m[r];
+    st[1] = std::log(l[r]);
+  }
+}
+
+// One backward task: head h of sequence b, FlashAttention-2's loops (keys outer, their dk and dv in a block buffer;
+// queries inner, dq summed over key blocks in a buffer of the head's rows). scratch: see attention_backward.
+void backward_head(const FusedAttentionArgs& a, int64_t b, int64_t h, const void* out, bool out_bf16, const float* stats,
+                   const float* gout, float* gq, float* gk, float* gv, float* scratch) {
+  const int64_t Dh = a.Dh, H = a.H, Tq = a.Tq;
+  const bool bf16 = a.inputs == GemmInputs::BF16;
+  const math::DropoutFactors drop(a.p_drop, a.seed, a.offset);
+  float* q = scratch;            // (Tq, Dh)
+  float* go = q + Tq * Dh;       // (Tq, Dh) gout, as the products read it
+  float* dq = go + Tq * Dh;      // (Tq, Dh)
+  float* dsum = dq + Tq * Dh;    // (Tq) rowsum(gout * out) = rowsum(dweights * weights)
+  float* kt = dsum + Tq;         // (Dh, kKeys)
+  float* vt = kt + Dh * kKeys;   // (Dh, kKeys)
+  float* kb = vt + Dh * kKeys;   // (kKeys, Dh)
+  float* dk = kb + kKeys * Dh;   // (kKeys, Dh)
+  float* dv = dk + kKeys * Dh;   // (kKeys, Dh)
+  float* p = dv + kKeys * Dh;    // (kQueries, kKeys) weights
+  float* pd = p + kQueries * kKeys;   // (kQueries, kKeys) weights after dropout
+  float* dp = pd + kQueries * kKeys;  // (kQueries, kKeys) their gradient, then the scores'
+  float* f = dp + kQueries * kKeys;   // (kKeys)
+  float* row = f + kKeys;             // (Dh)
+  load_head_rows(a.q, bf16, false, b, h, 0, Tq, Tq, H, Dh, q);
+  load_head_rows(gout, false, bf16, b, h, 0, Tq, Tq, H, Dh, go);
+  load_head_rows(out, out_bf16, false, b, h, 0, Tq, Tq, H, Dh, dq);  // dq holds the output until it is zeroed
+  for (int64_t i = 0; i < Tq; ++i) {
+    const float* g = gout + ((b * Tq + i) * H + h) * Dh;
+    float d = 0.f;
+    for (int64_t c = 0; c < Dh; ++c) d += g[c] * dq[i * Dh + c];
+    dsum[i] = d;
+  }
+  std::fill(dq, dq + Tq * Dh, 0.f);
+  for (int64_t j0 = 0; j0 < a.Tk; j0 += kKeys) {
+    const int64_t nk = std::min(kKeys, a.Tk - j0);
+    pack_keys(a.k, bf16, b, h, j0, nk, a.Tk, H, Dh, kt, kb, row);
+    pack_keys(a.v, bf16, b, h, j0, nk, a.Tk, H, Dh, vt, nullptr, row);
+    std::fill(dk, dk + kKeys * Dh, 0.f);
+    std::fill(dv, dv + kKeys * Dh, 0.f);
+    for (int64_t i0 = 0; i0 < Tq; i0 += kQueries) {
+      const int64_t mq = std::min(kQueries, Tq - i0);
+      dots(q + i0 * Dh, mq, kt, Dh, p);
+      dots(go + i0 * Dh, mq, vt, Dh, dp);
+      for (int64_t r = 0; r < mq; ++r) {
+        const float* st = stats + ((b * H + h) * Tq + i0 + r) * 2;
+        float* pr = p + r * kKeys;
+        if (a.mask) scaled_max<true>(pr, a.mask + b * a.Tk + j0, nk, a.scale, st[0]);
+        else scaled_max<false>(pr, nullptr, nk, a.scale, st[0]);
+        exps(pr, nk, st[0], st[1]);
+        float* pdr = pd + r * kKeys;
+        std::copy(pr, pr + kKeys, pdr);
+        if (drop.threshold) dropout_factors(drop, weight_counter(a, b, h, i0 + r, j0), nk, f);
+        drop_round(pdr, drop.threshold ? f : nullptr, nk, bf16);
+        score_grads(pr, dp + r * kKeys, drop.threshold ? f : nullptr, nk, dsum[i0 + r], a.scale, bf16);
+      }
+      add_products_t(pd, mq, go + i0 * Dh, Dh, dv);  // dv += weights^T gout
+      add_products(dp, mq, kb, Dh, dq + i0 * Dh);     // dq += dscores k
+      add_products_t(dp, mq, q + i0 * Dh, Dh, dk);    // dk += dscores^T q
+    }
+    for (int64_t j = 0; j < nk; ++j) {
+      const int64_t at = ((b * a.Tk + j0 + j) * H + h) * Dh;
+      std::copy(dk + j * Dh, dk + (j + 1) * Dh, gk + at);
+      std::copy(dv + j * Dh, dv + (j + 1) * Dh, gv + at);
+    }
+  }
+  for (int64_t i = 0; i < Tq; ++i) std::copy(dq + i * Dh, dq + (i + 1) * Dh, gq + ((b * Tq + i) * H + h) * Dh);
+}
+
+}  // namespace
+
+void attention_forward(const FusedAttentionArgs& a, void* out, bool out_bf16, float* stats) {
+  check_attention(a);
+  const int64_t blocks = (a.Tq + kQueries - 1) / kQueries, tasks = a.B * a.H * blocks;
+  const size_t scratch = static_cast<size_t>(2 * kQueries * a.Dh + 2 * kKeys * a.Dh + kQueries * kKeys + kKeys +
+                                             2 * kQueries);
+  parallel_for(tasks, 4 * kQueries * a.Tk * a.Dh, [&](int64_t t0, int64_t t1) {
+    std::vector<float> buffer(scratch);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t bh = t / blocks, i0 = (t % blocks) * kQueries;
+      forward_block(a, bh / a.H, bh % a.H, i0, std::min(kQueries, a.Tq - i0), out, out_bf16, stats, buffer.data());
+    }
+  });
+}
+
+void attention_backward(const FusedAttentionArgs& a, const void* out, bool out_bf16, const float* stats,
+                        const float* gout, float* gq, float* gk, float* gv) {
+  check_attention(a);
+  const size_t scratch = static_cast<size_t>(3 * a.Tq * a.Dh + a.Tq + 5 * kKeys * a.Dh + 3 * kQueries * kKeys +
+                                             kKeys + a.Dh);
+  if (a.Tq == 0) {  // no query reads any key
+    std::fill(gk, gk + a.B * a.Tk * a.H * a.Dh, 0.f);
+    std::fill(gv, gv + a.B * a.Tk * a.H * a.Dh, 0.f);
+    return;
+  }
+  parallel_for(a.B * a.H, 10 * a.Tq * a.Tk * a.Dh, [&](int64_t t0, int64_t t1) {
+    std::vector<float> buffer(scratch);
+    for (int64_t t = t0; t < t1; ++t)
+      backward_head(a, t / a.H, t % a.H, out, out_bf16, stats, gout, gq, gk, gv, buffer.data());
+  });
+}
+
+}  // namespace hr::cpu
