@@ -1,10 +1,6 @@
 #include "models/attention.h"
 
 #include <cmath>
-#include <iostream>
-#include <mutex>
-#include <set>
-#include <string>
 
 #include "framework/autocast.h"
 #include "framework/autograd.h"
@@ -29,14 +25,6 @@ Tensor mix_heads(const Tensor& x, const Tensor& m) {
 }
 
 namespace {
-
-// Says once a process which attention path serves which layers, and why (a path a reason: each line once).
-void say_path(const std::string& what) {
-  static std::mutex m;
-  static std::set<std::string> said;
-  const std::lock_guard<std::mutex> lock(m);
-  if (said.insert(what).second) std::cerr << "attention: " << what << "\n";
-}
 
 Tensor identity(int64_t n, Device d) {
   std::vector<float> v(static_cast<size_t>(n * n), 0.f);
@@ -108,10 +96,10 @@ Tensor MultiHeadAttention::unfused_heads(const Tensor& qx, const Tensor& kx, con
   return head_context(probs, vx);  // (B, T, H*Dh)
 }
 
-const char* MultiHeadAttention::unfused_reason(const LayerContext& ctx, Device d) const {
+const char* MultiHeadAttention::unfused_reason(bool attention_maps, Device d) const {
   if (talk_logits) return "talking heads mix the logits and weights of all heads";
   if (opt_.cross_layer) return "cross-layer logits are passed on to the next layer";
-  if (ctx.attention_maps) return "weights are asked for (attention maps)";
+  if (attention_maps) return "weights are asked for (attention maps)";
   if (d != Device::CPU) return "device has no fused kernel yet (CUDA)";
   if (!fused_attention_on) return "fused kernel is switched off (UnfusedAttention)";
   return nullptr;
@@ -132,11 +120,9 @@ Tensor MultiHeadAttention::forward(const Tensor& x, LayerContext& ctx) const {
   const float s = 1.f / std::sqrt(static_cast<float>(Dh));
 
   Tensor heads;  // (B, T, H*Dh)
-  if (const char* why = unfused_reason(ctx, x.device())) {
-    say_path(std::string("unfused path where the ") + why);
+  if (unfused_reason(ctx.attention_maps != nullptr, x.device())) {
     heads = unfused_heads(qx, kx, vx, ctx);
   } else {
-    say_path("fused kernel (blocked online softmax, no (B, H, T, T) weights kept) for plain layers");
     ctx.prev_logits = Tensor();  // a plain layer breaks the chain of residual logits
     // in bf16 under a bf16 scope when only the output projection reads it (gates and head masks multiply it first)
     const bool only_product = !gates && !head_mask_.defined();

@@ -38,11 +38,6 @@ class MultiHeadAttention : public Module, public AttentionHeads {
   Tensor forward(const Tensor& x, LayerContext& ctx) const;
   const AttentionOptions& options() const { return opt_; }
   LayerStats stats(int64_t seq_len) const;  // attention fields only
-  // Why forward() takes the unfused path (the (B, H, T, T) weights as tensors) for this context on device d, or null
-  // when the fused kernel (fused_attention) serves it: talking heads and cross-layer logits mix or pass on the
-  // weights or logits of all heads, attention maps read the weights, and CUDA has no fused kernel yet. Gates and head
-  // masks scale each head's output after the product, so the fused kernel serves them.
-  const char* unfused_reason(const LayerContext& ctx, Device d) const;
 
   Linear* q = nullptr;  // (H*Dh, D); null when the layer has no head left
   Linear* k = nullptr;
@@ -60,6 +55,10 @@ class MultiHeadAttention : public Module, public AttentionHeads {
   std::vector<float> gate_values() const override;
   std::vector<Tensor> gate_parameters() const override { return gates ? gates->parameters() : std::vector<Tensor>{}; }
   void set_head_mask(const Tensor& mask) override { head_mask_ = mask; }
+  // talking heads and cross-layer logits mix or pass on the weights or logits of all heads, attention maps read the
+  // weights, and CUDA has no fused kernel yet; gates and head masks scale each head's output after the product, so
+  // the fused kernel serves them
+  const char* unfused_reason(bool attention_maps, Device d) const override;
   bool cross_layer() const override { return opt_.cross_layer; }
   std::vector<int64_t> exact_closure(std::vector<int64_t> keep) const override;
   void write_pruned_block(YAML::Node& layer_block, const std::vector<int64_t>& keep) const override;

@@ -27,6 +27,10 @@ class AttentionHeads {
   // Multipliers of the heads' outputs, (H) or (B, H), where gates act (head importance); undefined removes them.
   virtual void set_head_mask(const Tensor& mask) = 0;
 
+  // Why the heads' attention takes the unfused path (the (B, H, T, T) weights as tensors) on device d, with or
+  // without attention maps asked for, or null when the fused kernel (fused_attention) serves them (docs/DESIGN.md).
+  virtual const char* unfused_reason(bool attention_maps, Device d) const = 0;
+
   // ---- pruning to a subset of heads
   // The heads add the previous heads layer's pre-softmax logits and pass theirs on (residual logits): removing a
   // head of either layer would change the other's logits.

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
@@ -25,6 +26,7 @@
 #include "kernels/base/error.h"
 #include "framework/ops.h"
 #include "framework/random.h"
+#include "models/attention_heads.h"
 #include "models/head_pruning.h"
 #include "train/run/data_parallel.h"
 #include "train/run/gradient_reducer.h"
@@ -113,6 +115,21 @@ nlohmann::json gate_report(const EncoderModel& model) {
   }
   if (!any) return nullptr;
   return {{"open_probability", p}, {"expected_open_heads", expected}};
+}
+
+// Which attention path trains which layers (docs/DESIGN.md), one line a path: "attention: fused kernel in layers 0 1 2",
+// "attention: unfused path in layers 3 (talking heads mix ...)"; empty without heads.
+std::string attention_paths(const EncoderModel& model, Device d) {
+  std::map<std::string, std::string> layers_of;  // path -> its layers
+  for (size_t i = 0; i < model.num_layers(); ++i) {
+    const AttentionHeads* h = model.layer(i).heads();
+    if (!h || h->num_heads() == 0) continue;
+    const char* why = h->unfused_reason(false, d);
+    layers_of[why ? std::string("unfused path where the ") + why + ":" : "fused kernel:"] += " " + std::to_string(i);
+  }
+  std::string out;
+  for (const auto& [path, layers] : layers_of) out += "attention: " + path + " layers" + layers + "\n";
+  return out;
 }
 
 // SIGINT / SIGTERM (a scheduler's preemption): the loop saves a checkpoint at the next step boundary and stops. The
@@ -337,7 +354,8 @@ int train_command(const TrainArgs& args) {
     std::cout << "run directory: " << dir << "\n"
               << "model: " << model->num_parameters() << " parameters, " << model->num_layers() << " layers; "
               << task->num_train() << " training rows, " << total_steps << " steps on " << device_name(t.device)
-              << (comm->size() > 1 ? "; data parallel: " + comm->name() : "") << "\n";
+              << (comm->size() > 1 ? "; data parallel: " + comm->name() : "") << "\n"
+              << attention_paths(*model, t.device);
 
   Progress progress(total_steps, args.quiet, !lead);
   auto save_to = [&](const std::string& path) {
