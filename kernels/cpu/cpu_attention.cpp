@@ -102,6 +102,34 @@ void add_products_t(const float* __restrict w, int64_t rows, const float* __rest
   }
 }
 
+// Heads narrower than this multiply with the keys as the vectorised dimension (add_dots, add_products_tt): a loop
+// over Dh < 16 fills no AVX-512 vector.
+constexpr int64_t kNarrow = 16;
+
+// acc (rows, Dh) += w (rows, kKeys) @ m for m given transposed, mt (Dh, kKeys): one dot product over the keys a sum
+void add_dots(const float* __restrict w, int64_t rows, const float* __restrict mt, int64_t Dh, float* __restrict acc) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < Dh; ++c) {
+      float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t j = 0; j < kKeys; ++j) sum += w[r * kKeys + j] * mt[c * kKeys + j];
+      acc[r * Dh + c] += sum;
+    }
+  }
+}
+
+// acct (Dh, kKeys) += x^T (Dh, rows) @ w (rows, kKeys): add_products_t with its result transposed
+void add_products_tt(const float* __restrict w, int64_t rows, const float* __restrict x, int64_t Dh,
+                     float* __restrict acct) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < Dh; ++c) {
+      const float xc = x[r * Dh + c];
+#pragma omp simd
+      for (int64_t j = 0; j < kKeys; ++j) acct[c * kKeys + j] += xc * w[r * kKeys + j];
+    }
+  }
+}
+
 // exp(y) for y <= 0, exactly 0 more than 87 below (as the unfused softmax: the key mask's -1e9 gives exact zeros)
 inline float exp_or_zero(float y) { return y < -87.f ? 0.f : exp_nonpositive(y); }
 
@@ -172,20 +200,22 @@ void forward_block(const FusedAttentionArgs& a, int64_t b, int64_t h, int64_t i0
   const math::DropoutFactors drop(a.p_drop, a.seed, a.offset);
   float* q = scratch;                 // (kQueries, Dh)
   float* kt = q + kQueries * Dh;      // (Dh, kKeys)
-  float* vb = kt + Dh * kKeys;        // (kKeys, Dh)
+  float* vb = kt + Dh * kKeys;        // (kKeys, Dh), or (Dh, kKeys) for a narrow head
   float* acc = vb + kKeys * Dh;       // (kQueries, Dh)
   float* s = acc + kQueries * Dh;     // (kQueries, kKeys)
   float* f = s + kQueries * kKeys;    // (kKeys)
   float* m = f + kKeys;               // (kQueries) running maxima
   float* l = m + kQueries;            // (kQueries) running sums
+  float* row = l + kQueries;          // (Dh)
+  const bool narrow = Dh < kNarrow;
   load_head_rows(a.q, bf16, false, b, h, i0, mq, a.Tq, H, Dh, q);
   std::fill(acc, acc + mq * Dh, 0.f);
   std::fill(m, m + mq, -INFINITY);
   std::fill(l, l + mq, 0.f);
   for (int64_t j0 = 0; j0 < a.Tk; j0 += kKeys) {
     const int64_t nk = std::min(kKeys, a.Tk - j0);
-    pack_keys(a.k, bf16, b, h, j0, nk, a.Tk, H, Dh, kt, nullptr, vb);
-    pack_keys(a.v, bf16, b, h, j0, nk, a.Tk, H, Dh, nullptr, vb, nullptr);
+    pack_keys(a.k, bf16, b, h, j0, nk, a.Tk, H, Dh, kt, nullptr, row);
+    pack_keys(a.v, bf16, b, h, j0, nk, a.Tk, H, Dh, narrow ? vb : nullptr, narrow ? nullptr : vb, row);
     dots(q, mq, kt, Dh, s);
     for (int64_t r = 0; r < mq; ++r) {
       float* sr = s + r * kKeys;
@@ -199,7 +229,8 @@ void forward_block(const FusedAttentionArgs& a, int64_t b, int64_t h, int64_t i0
       if (shrink != 1.f)
         for (int64_t c = 0; c < Dh; ++c) acc[r * Dh + c] *= shrink;
     }
-    add_products(s, mq, vb, Dh, acc);
+    if (narrow) add_dots(s, mq, vb, Dh, acc);
+    else add_products(s, mq, vb, Dh, acc);
   }
   for (int64_t r = 0; r < mq; ++r) {
     const float inv = 1.f / l[r];
@@ -231,13 +262,14 @@ void backward_head(const FusedAttentionArgs& a, int64_t b, int64_t h, const void
   float* kt = dsum + Tq;         // (Dh, kKeys)
   float* vt = kt + Dh * kKeys;   // (Dh, kKeys)
   float* kb = vt + Dh * kKeys;   // (kKeys, Dh)
-  float* dk = kb + kKeys * Dh;   // (kKeys, Dh)
-  float* dv = dk + kKeys * Dh;   // (kKeys, Dh)
+  float* dk = kb + kKeys * Dh;   // (kKeys, Dh), or (Dh, kKeys) for a narrow head
+  float* dv = dk + kKeys * Dh;   // (kKeys, Dh), or (Dh, kKeys) for a narrow head
   float* p = dv + kKeys * Dh;    // (kQueries, kKeys) weights
   float* pd = p + kQueries * kKeys;   // (kQueries, kKeys) weights after dropout
   float* dp = pd + kQueries * kKeys;  // (kQueries, kKeys) their gradient, then the scores'
   float* f = dp + kQueries * kKeys;   // (kKeys)
   float* row = f + kKeys;             // (Dh)
+  const bool narrow = Dh < kNarrow;
   load_head_rows(a.q, bf16, false, b, h, 0, Tq, Tq, H, Dh, q);
   load_head_rows(gout, false, bf16, b, h, 0, Tq, Tq, H, Dh, go);
   load_head_rows(out, out_bf16, false, b, h, 0, Tq, Tq, H, Dh, dq);  // dq holds the output until it is zeroed
@@ -250,7 +282,7 @@ void backward_head(const FusedAttentionArgs& a, int64_t b, int64_t h, const void
   std::fill(dq, dq + Tq * Dh, 0.f);
   for (int64_t j0 = 0; j0 < a.Tk; j0 += kKeys) {
     const int64_t nk = std::min(kKeys, a.Tk - j0);
-    pack_keys(a.k, bf16, b, h, j0, nk, a.Tk, H, Dh, kt, kb, row);
+    pack_keys(a.k, bf16, b, h, j0, nk, a.Tk, H, Dh, kt, narrow ? nullptr : kb, row);
     pack_keys(a.v, bf16, b, h, j0, nk, a.Tk, H, Dh, vt, nullptr, row);
     std::fill(dk, dk + kKeys * Dh, 0.f);
     std::fill(dv, dv + kKeys * Dh, 0.f);
@@ -270,14 +302,22 @@ void backward_head(const FusedAttentionArgs& a, int64_t b, int64_t h, const void
         drop_round(pdr, drop.threshold ? f : nullptr, nk, bf16);
         score_grads(pr, dp + r * kKeys, drop.threshold ? f : nullptr, nk, dsum[i0 + r], a.scale, bf16);
       }
-      add_products_t(pd, mq, go + i0 * Dh, Dh, dv);  // dv += weights^T gout
-      add_products(dp, mq, kb, Dh, dq + i0 * Dh);     // dq += dscores k
-      add_products_t(dp, mq, q + i0 * Dh, Dh, dk);    // dk += dscores^T q
+      if (narrow) {
+        add_products_tt(pd, mq, go + i0 * Dh, Dh, dv);  // dv += weights^T gout
+        add_dots(dp, mq, kt, Dh, dq + i0 * Dh);         // dq += dscores k
+        add_products_tt(dp, mq, q + i0 * Dh, Dh, dk);   // dk += dscores^T q
+      } else {
+        add_products_t(pd, mq, go + i0 * Dh, Dh, dv);
+        add_products(dp, mq, kb, Dh, dq + i0 * Dh);
+        add_products_t(dp, mq, q + i0 * Dh, Dh, dk);
+      }
     }
     for (int64_t j = 0; j < nk; ++j) {
       const int64_t at = ((b * a.Tk + j0 + j) * H + h) * Dh;
-      std::copy(dk + j * Dh, dk + (j + 1) * Dh, gk + at);
-      std::copy(dv + j * Dh, dv + (j + 1) * Dh, gv + at);
+      for (int64_t c = 0; c < Dh; ++c) {
+        gk[at + c] = narrow ? dk[c * kKeys + j] : dk[j * Dh + c];
+        gv[at + c] = narrow ? dv[c * kKeys + j] : dv[j * Dh + c];
+      }
     }
   }
   for (int64_t i = 0; i < Tq; ++i) std::copy(dq + i * Dh, dq + (i + 1) * Dh, gq + ((b * Tq + i) * H + h) * Dh);
@@ -289,7 +329,7 @@ void attention_forward(const FusedAttentionArgs& a, void* out, bool out_bf16, fl
   check_attention(a);
   const int64_t blocks = (a.Tq + kQueries - 1) / kQueries, tasks = a.B * a.H * blocks;
   const size_t scratch = static_cast<size_t>(2 * kQueries * a.Dh + 2 * kKeys * a.Dh + kQueries * kKeys + kKeys +
-                                             2 * kQueries);
+                                             2 * kQueries + a.Dh);
   parallel_for(tasks, 4 * kQueries * a.Tk * a.Dh, [&](int64_t t0, int64_t t1) {
     std::vector<float> buffer(scratch);
     for (int64_t t = t0; t < t1; ++t) {
