@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "framework/safetensors.h"
+#include "tests/repo_files.h"
 #include "tests/tiny_run.h"
 
 using namespace hr;
@@ -272,3 +273,76 @@ TEST_CASE("grad_accum_larger_than_an_epoch_is_a_config_error") {
   CHECK(headroom("train --quiet " + quote(cfg) + " --set train.grad_accum=8 --set train.max_steps=1 --out " +
                  quote(d / "ok")).code == 0);
 }
+
+// #38 class 1: a run directory is only ever changed by the run that owns it.
+TEST_SUITE("a_run_directory_is_changed_only_by_its_own_run") {
+
+TEST_CASE("export_hf_refuses_a_non_empty_out_without_force_and_a_run_directory_always") {
+  TempDir d;
+  const std::string run = d / "run", other = d / "other";
+  for (const std::string& out : {run, other})
+    REQUIRE(headroom("import-hf " + quote(repo_path("tests/fixtures/hf_bert/bert_tiny_cls")) + " --out " + quote(out))
+                .code == 0);
+  const std::string export_run = "export-hf --run " + quote(run) + " --out ";
+  // a folder holding a user's vocabulary: refused, untouched
+  fs::create_directories(d / "mine");
+  write_file(d / "mine/vocab.txt", "my words\n");
+  write_file(d / "mine/notes.txt", "keep me\n");
+  Result r = headroom(export_run + quote(d / "mine"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("not empty") != std::string::npos, r.output);
+  CHECK(r.output.find("--force") != std::string::npos);
+  CHECK(read_file(d / "mine/vocab.txt") == "my words\n");
+  CHECK_FALSE(fs::exists(d / "mine/config.json"));
+  // --force replaces the export's files and leaves the others
+  r = headroom(export_run + quote(d / "mine") + " --force");
+  CHECK_MESSAGE(r.code == 0, r.output);
+  CHECK(fs::exists(d / "mine/config.json"));
+  CHECK(read_file(d / "mine/vocab.txt") == read_file(run + "/vocab.txt"));
+  CHECK(read_file(d / "mine/notes.txt") == "keep me\n");
+  // a run directory, the exported one or another: refused even with --force, every file as it was
+  for (const std::string& out : {run, other}) {
+    const std::string config = read_file(out + "/config.yaml"), vocab = read_file(out + "/vocab.txt");
+    r = headroom(export_run + quote(out) + " --force");
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.output.find("run directory") != std::string::npos, r.output);
+    CHECK(read_file(out + "/config.yaml") == config);
+    CHECK(read_file(out + "/vocab.txt") == vocab);
+    CHECK_FALSE(fs::exists(out + "/config.json"));
+  }
+  // a new directory, then the same again: the second export finds it not empty
+  CHECK(headroom(export_run + quote(d / "hf")).code == 0);
+  CHECK(headroom(export_run + quote(d / "hf")).code == 2);
+}
+
+TEST_CASE("resume_set_is_validated_against_the_checkpoint_before_config_yaml_is_written") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  const std::string config = read_file(run + "/config.yaml"), metrics = read_file(run + "/metrics.jsonl");
+  // a shape the checkpoint does not have, and a grad_accum the data cannot fill: both refused, nothing written
+  for (const std::string set : {"model.d_model=32", "train.grad_accum=9"}) {
+    CAPTURE(set);
+    const Result r = headroom("train --quiet --resume " + quote(run) + " --set " + set);
+    CHECK(r.code != 0);
+    CHECK(read_file(run + "/config.yaml") == config);
+    CHECK(read_file(run + "/metrics.jsonl") == metrics);
+  }
+  // the run still resumes, predicts and evaluates
+  const Result resumed = headroom("train --quiet --resume " + quote(run) + " --set train.max_steps=35");
+  CHECK_MESSAGE(resumed.code == 0, resumed.output);
+  CHECK(headroom("eval --split eval --run " + quote(run)).code == 0);
+}
+
+TEST_CASE("resume_with_out_is_refused_and_advances_neither_run") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  const std::string last = read_file(run + "/checkpoint-last.safetensors");
+  const Result r = headroom("train --quiet --resume " + quote(run) + " --out " + quote(d / "copy") +
+                            " --set train.max_steps=35");
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("takes no --out") != std::string::npos, r.output);
+  CHECK(read_file(run + "/checkpoint-last.safetensors") == last);
+  CHECK_FALSE(fs::exists(d / "copy"));
+}
+
+}  // TEST_SUITE

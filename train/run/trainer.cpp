@@ -116,6 +116,7 @@ nlohmann::json gate_report(const EncoderModel& model) {
 
 // SIGINT / SIGTERM (a scheduler's preemption): the loop saves a checkpoint at the next step boundary and stops. The
 // handler re-arms the default action, so a second signal ends the process at once.
+constexpr int kStopSignals[] = {SIGINT, SIGTERM};
 volatile std::sig_atomic_t g_stop_signal = 0;
 extern "C" void on_stop_signal(int sig) {
   g_stop_signal = sig;
@@ -220,6 +221,11 @@ int train_command(const TrainArgs& args) {
   std::string dir;
   RunConfig rc;
   if (resume) {
+    // a resume advances RUN itself: an --out beside it would be silently ignored
+    if (!args.out_dir.empty())
+      throw UsageError("--resume " + args.resume_dir + " continues that run in place and takes no --out; to continue "
+                       "a copy, copy the directory first (cp -r " + args.resume_dir + " " + args.out_dir +
+                       ") and resume the copy");
     dir = args.resume_dir;
     HR_CHECK(fs::exists(dir + "/config.yaml"), dir + " is not a headroom run directory (no config.yaml)");
     rc = load_run_config(dir + "/config.yaml", args.overrides);
@@ -274,14 +280,6 @@ int train_command(const TrainArgs& args) {
     // a new run's directory may have received a run since it was checked, from a process that has finished
     if (!resume && fs::exists(dir + "/config.yaml"))
       throw UsageError(dir + " already holds a run: continue it with --resume " + dir + ", or choose another --out");
-    // the resolved config, --set overrides of a resume included, so that the next resume keeps them; writing it also
-    // finds a read-only run directory before any step is spent
-    write_file_atomically(dir + "/config.yaml", [&](std::ostream& f) { f << rc.root.dump() << "\n"; });
-    if (!resume) {
-      tok->vocab().save(dir + "/vocab.txt");
-      task->save(dir);
-    }
-    remove_stale_temp_files(dir);
   }
 
   std::unique_ptr<Optimizer> optimizer = make_optimizer(t, *model);
@@ -314,9 +312,23 @@ int train_command(const TrainArgs& args) {
     HR_CHECK(fs::exists(last_ckpt), "cannot resume: no " + last_ckpt);
     st = load_checkpoint(last_ckpt, *model, optimizer.get());
     if (!st.note.empty() && lead) std::cerr << "note: " << st.note << "\n";
-    if (lead) drop_metrics_after(dir + "/metrics.jsonl", st.step);
     global_generator() = Generator{st.rng_seed, st.rng_offset};
-    if (lead) std::cout << "resuming " << dir << " at step " << st.step << "\n";
+  }
+  // Everything above validated the config (a resume's --set against its checkpoint too): only now is the run
+  // directory written, so a refused resume leaves it as it was.
+  if (lead) {
+    // the resolved config, --set overrides of a resume included, so that the next resume keeps them; writing it also
+    // finds a read-only run directory before any step is spent
+    write_file_atomically(dir + "/config.yaml", [&](std::ostream& f) { f << rc.root.dump() << "\n"; });
+    if (!resume) {
+      tok->vocab().save(dir + "/vocab.txt");
+      task->save(dir);
+    }
+    remove_stale_temp_files(dir);
+    if (resume) {
+      drop_metrics_after(dir + "/metrics.jsonl", st.step);
+      std::cout << "resuming " << dir << " at step " << st.step << "\n";
+    }
   }
   // every rank starts from rank 0's weights (they agree already, as the same seed and files made them: this makes
   // sure); the optimizer state came from the same checkpoint file on every rank
@@ -364,12 +376,10 @@ int train_command(const TrainArgs& args) {
   };
 
   g_stop_signal = 0;
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
+  for (const int sig : kStopSignals) std::signal(sig, on_stop_signal);
   struct RestoreSignals {
     ~RestoreSignals() {
-      std::signal(SIGINT, SIG_DFL);
-      std::signal(SIGTERM, SIG_DFL);
+      for (const int sig : kStopSignals) std::signal(sig, SIG_DFL);
     }
   } restore_signals;
 

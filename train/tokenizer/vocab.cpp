@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "framework/atomic_file.h"
 #include "kernels/base/error.h"
 
 namespace hr {
@@ -50,9 +51,9 @@ Vocab Vocab::load(const std::string& path) {
 }
 
 void Vocab::save(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary);
-  for (const std::string& t : tokens_) out << t << '\n';
-  if (!out.flush()) throw Error(path + ": cannot write vocabulary file");
+  write_file_atomically(path, [&](std::ostream& out) {
+    for (const std::string& t : tokens_) out << t << '\n';
+  });
 }
 
 std::optional<int32_t> Vocab::find(std::string_view token) const {

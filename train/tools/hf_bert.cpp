@@ -570,10 +570,29 @@ const MultiHeadAttention& bert_attention(const EncoderModel& model, size_t i, co
   return layer->attn;
 }
 
+// Where an export may write: a new or empty directory, with `force` one that holds other files (a user's notes, an
+// earlier export), never a run directory (its vocab.txt is the run's own) nor the run it exports.
+void check_export_dir(const HfExportArgs& a) {
+  const fs::path out(a.out_dir);
+  std::error_code ec;
+  if (!fs::exists(out, ec)) return;
+  if (!fs::is_directory(out, ec)) throw UsageError("--out " + a.out_dir + " is a file, not a directory");
+  const bool run = fs::exists(out / "config.yaml") || fs::exists(out / "checkpoint-best.safetensors") ||
+                   fs::exists(out / "checkpoint-last.safetensors") || fs::equivalent(out, a.run_dir, ec);
+  if (run)
+    throw UsageError("--out " + a.out_dir + " is a headroom run directory: export-hf never writes into one (not even "
+                     "with --force); choose a new directory");
+  if (fs::is_empty(out, ec) || a.force) return;
+  const std::string first = fs::directory_iterator(out)->path().filename().string();
+  throw UsageError("--out " + a.out_dir + " is not empty (it holds '" + first + "'" + "): choose a new or empty "
+                   "directory, or add --force to replace config.json, model.safetensors, vocab.txt and "
+                   "tokenizer_config.json in it");
+}
+
 }  // namespace
 
 void export_hf_bert(const HfExportArgs& a) {
-  if (fs::exists(a.out_dir + "/config.json")) throw UsageError(a.out_dir + " already holds a config.json; choose another --out");
+  check_export_dir(a);
   LoadedRun run = load_run(a.run_dir, a.which, /*load_data=*/false);
   const EncoderModel& model = *run.model;
   const std::string& r = a.run_dir;
