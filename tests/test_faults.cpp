@@ -346,3 +346,27 @@ TEST_CASE("resume_with_out_is_refused_and_advances_neither_run") {
 }
 
 }  // TEST_SUITE
+
+// #38 class 6: a closed terminal or ssh session (SIGHUP) saves and exits as SIGTERM does.
+TEST_SUITE("sighup_saves_and_exits_like_sigterm") {
+
+TEST_CASE("sighup_saves_checkpoint_last_at_the_step_boundary_and_the_run_resumes") {
+  TempDir d;
+  const std::string cfg = setup(d);
+  Background bg("train " + quote(cfg) + " --set train.max_steps=100000 --set train.eval_every=100000 --out " +
+                    quote(d / "run"),
+                d / "log");
+  REQUIRE_MESSAGE(bg.wait_for("step 20/"), read_file(d / "log"));
+  kill(bg.pid, SIGHUP);
+  CHECK(bg.wait_exit() == 128 + SIGHUP);
+  INFO(read_file(d / "log"));
+  CHECK(read_file(d / "log").find("stopped by SIGHUP") != std::string::npos);
+  REQUIRE(fs::exists(d / "run/checkpoint-last.safetensors"));
+  const int64_t saved = std::stoll(read_safetensors(d / "run/checkpoint-last.safetensors").metadata.at("step"));
+  CHECK(saved >= 20);
+  const Result resumed = headroom("train --quiet --resume " + quote(d / "run") + " --set train.max_steps=" +
+                                  std::to_string(saved + 3));
+  CHECK_MESSAGE(resumed.code == 0, resumed.output);
+}
+
+}  // TEST_SUITE

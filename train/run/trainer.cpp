@@ -114,9 +114,10 @@ nlohmann::json gate_report(const EncoderModel& model) {
   return {{"open_probability", p}, {"expected_open_heads", expected}};
 }
 
-// SIGINT / SIGTERM (a scheduler's preemption): the loop saves a checkpoint at the next step boundary and stops. The
-// handler re-arms the default action, so a second signal ends the process at once.
-constexpr int kStopSignals[] = {SIGINT, SIGTERM};
+// SIGINT, SIGTERM (a scheduler's preemption), SIGHUP (the terminal or ssh session closed): the loop saves a checkpoint
+// at the next step boundary and stops. The handler re-arms the default action, so a second signal ends the process at
+// once.
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 volatile std::sig_atomic_t g_stop_signal = 0;
 extern "C" void on_stop_signal(int sig) {
   g_stop_signal = sig;
@@ -398,7 +399,7 @@ int train_command(const TrainArgs& args) {
       if (comm->size() > 1) comm->all_reduce_host(&stop, 1, ReduceOp::Max);  // every rank stops at the same step
       if (stop != 0) {
         g_stop_signal = static_cast<int>(stop);  // between two steps: the last one is fully logged (and saved, when the loop saves)
-        const std::string name = g_stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
+        const std::string name = g_stop_signal == SIGINT ? "SIGINT" : g_stop_signal == SIGHUP ? "SIGHUP" : "SIGTERM";
         if (bad_steps == 0) {
           save_to(last_ckpt);
           progress.message("stopped by " + name + " after step " + std::to_string(st.step) + "; saved " + last_ckpt +
