@@ -175,13 +175,20 @@ Config Config::load_file(const std::string& path) {
 }
 
 Config Config::parse(const std::string& yaml_text, const std::string& name) {
-  YAML::Node root;
+  std::vector<YAML::Node> documents;
   try {
-    root = YAML::Load(yaml_text);
+    documents = YAML::LoadAll(yaml_text);
   } catch (const YAML::Exception& e) {
     throw ConfigError(name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                       ": YAML syntax error: " + e.msg);
   }
+  // YAML::Load would read the first document and drop the rest unseen
+  if (documents.size() > 1) {
+    const int line = documents[1].Mark().line;
+    throw ConfigError(name + (line >= 0 ? ":" + std::to_string(line + 1) : std::string()) +
+                      ": a second YAML document (after '---'): a config is one document; remove the '---' line");
+  }
+  const YAML::Node root = documents.empty() ? YAML::Node() : documents[0];
   if (root.IsNull()) throw ConfigError(name + ":1: the file is empty");
   auto doc = std::make_shared<Document>();
   doc->file = name;

@@ -370,3 +370,70 @@ TEST_CASE("sighup_saves_checkpoint_last_at_the_step_boundary_and_the_run_resumes
 }
 
 }  // TEST_SUITE
+
+// #38 class 4: no value is silently replaced or ignored.
+TEST_SUITE("no_value_is_silently_replaced_or_ignored") {
+
+TEST_CASE("nan_zero_and_negative_option_values_are_refused_naming_the_option_and_the_bound") {
+  TempDir d;
+  const std::string cfg = quote(setup(d)), dir = quote(d.path.string());
+  const std::pair<std::string, std::string> refused[] = {
+      {"prune --run " + dir + " --threshold nan", "--threshold"},
+      {"heads --run " + dir + " --threshold inf", "--threshold"},
+      {"allocate " + cfg + " --l0-lambda nan", "--l0-lambda"},
+      {"allocate " + cfg + " --allocation 2,0", "--allocation"},
+      {"sweep " + cfg + " --heads 2 --head-dim 0", "--head-dim"},
+      {"sweep " + cfg + " --heads 0,2", "--heads"},
+      {"bench " + cfg + " --seq-len 0", "--seq-len"},
+      {"bench " + cfg + " --seq-len -5", "--seq-len"},
+      {"bench " + cfg + " --warmup -3", "--warmup"},
+      {"bench " + cfg + " --batch 0", "--batch"},
+      {"info " + cfg + " --seq-len -1", "--seq-len"},
+      {"attention --run " + dir + " --text a --layer -1 --head 0", "--layer"},
+  };
+  for (const auto& [args, option] : refused) {
+    CAPTURE(args);
+    const Result r = headroom(args);
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.output.find(option) != std::string::npos, r.output);
+    CHECK_MESSAGE(r.output.find("must be a") != std::string::npos, r.output);  // the bound, in words
+    CHECK_MESSAGE(r.output.size() < 300, r.output);                            // not CLI11's 300-digit double
+  }
+}
+
+TEST_CASE("sweep_refuses_a_head_count_given_twice") {
+  TempDir d;
+  const Result r = headroom("sweep " + quote(setup(d)) + " --heads 2,2 --out " + quote(d / "sweep"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("lists 2 twice") != std::string::npos, r.output);
+  CHECK_FALSE(fs::exists(d / "sweep"));
+}
+
+TEST_CASE("info_and_bench_refuse_the_unknown_keys_train_refuses") {
+  TempDir d;
+  const std::string cfg = setup(d);
+  write_file(cfg, read_file(cfg) + "  lerning_rate: 1\n");  // in the train: block, the config's last
+  for (const std::string command : {"info ", "bench ", "train --quiet "}) {
+    CAPTURE(command);
+    const Result r = headroom(command + quote(cfg));
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.output.find("train.lerning_rate: unknown key") != std::string::npos, r.output);
+  }
+}
+
+TEST_CASE("a_config_with_a_second_yaml_document_is_an_error_naming_its_line") {
+  TempDir d;
+  const std::string cfg = setup(d);
+  const std::string first = read_file(cfg);
+  const auto lines = std::count(first.begin(), first.end(), '\n');
+  write_file(cfg, first + "---\ntrain:\n  lr: 1\n");
+  for (const std::string command : {"info ", "train --quiet "}) {
+    const Result r = headroom(command + quote(cfg));
+    CHECK(r.code == 2);
+    // the line where the second document's content starts
+    const std::string where = "tiny.yaml:" + std::to_string(lines + 2) + ": a second YAML document";
+    CHECK_MESSAGE(r.output.find(where) != std::string::npos, r.output);
+  }
+}
+
+}  // TEST_SUITE

@@ -181,7 +181,7 @@ Command add_embed_command(CLI::App& app) {
   cmd->add_flag("--normalize", a->normalize, "L2-normalise the pooled embeddings (sentence-transformers' Normalize)");
   cmd->add_flag("--jsonl", a->jsonl, "stdin is JSONL {\"text\": ...} (default: one text a line)");
   cmd->add_option("--batch-size", a->batch_size, "texts per forward pass (each batch padded to its longest)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--out", a->out, "the safetensors file to write")->required();
   return {cmd, [a] {
             if (a->normalize && a->pooling == "none") throw UsageError("embed: --normalize needs --pooling cls|mean");

@@ -15,11 +15,12 @@ Command add_heads_command(CLI::App& app) {
   cmd->add_option("--split", a->importance_options.split, "importance: data split (train | eval | test)")
       ->check(CLI::IsMember({"train", "eval", "test"}));
   cmd->add_option("--batches", a->importance_options.batches, "importance: batches to average over (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd->add_option("--by", a->prune.by, "pruning rule ranks by gates | importance (default: gates if gated)")
       ->check(CLI::IsMember({"gates", "importance"}));
-  auto* threshold = cmd->add_option("--threshold", a->prune.threshold, "pruning threshold (default 0)");
-  cmd->add_option("--keep", a->prune.keep, "prune to this many heads")->check(CLI::NonNegativeNumber)->excludes(threshold);
+  auto* threshold = cmd->add_option("--threshold", a->prune.threshold, "pruning threshold (default 0)")
+                             ->check(finite_number());
+  cmd->add_option("--keep", a->prune.keep, "prune to this many heads")->check(non_negative_number())->excludes(threshold);
   cmd->add_option("--png", a->png, "heatmap path (default <run>/heads.png)");
   return {cmd, [a] { return heads_command(*a); }};
 }

@@ -107,7 +107,7 @@ Command add_predict_command(CLI::App& app) {
   cmd->add_option("--text", a->texts, "a text to label (repeatable)");
   cmd->add_option("--question", a->question, "QA runs: the question");
   cmd->add_option("--context", a->context, "QA runs: the text holding the answer");
-  cmd->add_option("--top", a->top, "how many labels to show")->check(CLI::PositiveNumber);
+  cmd->add_option("--top", a->top, "how many labels to show")->check(positive_number());
   add_precision_option(cmd, a->overrides);
   return {cmd, [a] { return predict_command(*a); }};
 }

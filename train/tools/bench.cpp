@@ -238,6 +238,7 @@ int bench_command(const BenchOptions& opt) {
     std::cerr << w << "\n";
   manual_seed(0);
   auto model = build_model(rc.root.child("model"), ModelDims{opt.vocab, opt.classes});
+  rc.root.check_all_read();  // the keys train would refuse (train.lerning_rate), refused here too
   model->to(d);
   model->set_precision(precision);
   const int64_t B = opt.batch, T = opt.seq_len > 0 ? opt.seq_len : model->max_len();
