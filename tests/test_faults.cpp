@@ -437,3 +437,101 @@ TEST_CASE("a_config_with_a_second_yaml_document_is_an_error_naming_its_line") {
 }
 
 }  // TEST_SUITE
+
+// #38 class 3: no input can hang or crash it; every size has a bound that names its key.
+TEST_SUITE("no_input_hangs_or_crashes_it_and_every_size_names_its_key") {
+
+// headroom under a time limit: a hang fails the test (exit 124) instead of stopping the suite
+Result headroom_within(int seconds, const std::string& args) {
+  return shell("timeout " + std::to_string(seconds) + " " + quote(std::string(std::getenv("HR_BUILD_ROOT")) +
+               "/headroom") + " " + args);
+}
+
+TEST_CASE("a_yaml_alias_bomb_is_refused_in_under_a_second") {
+  TempDir d;
+  // 1 KB of aliases of aliases: 10^9 values when expanded
+  std::string yaml = "a: &a [x, x, x, x, x, x, x, x, x, x]\n", previous = "a";
+  for (const std::string name : {"b", "c", "d", "e", "f", "g", "h", "i"}) {
+    yaml += name + ": &" + name + " [";
+    for (int i = 0; i < 10; ++i) yaml += (i ? ", *" : "*") + previous;
+    yaml += "]\n";
+    previous = name;
+  }
+  write_file(d / "lol.yaml", yaml + "model: {d_model: 16}\n");
+  const auto start = std::chrono::steady_clock::now();
+  const Result r = headroom_within(20, "info " + quote(d / "lol.yaml"));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("aliases of aliases") != std::string::npos, r.output);
+  CHECK(seconds < 1.0);
+}
+
+TEST_CASE("a_predict_line_nesting_a_million_arrays_is_answered_with_an_error_and_the_next_line_is_served") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  const std::string deep = std::string(1'000'000, '[') + std::string(1'000'000, ']');
+  write_file(d / "in.jsonl", "{\"text\": \"a\", \"x\": " + deep + "}\n{\"text\": \"play a song\"}\n");
+  const Result r = headroom_within(60, "predict --run " + quote(run) + " < " + quote(d / "in.jsonl"));
+  CHECK(r.code == 1);  // a bad line: answered in place, exit 1
+  std::istringstream in(one_line_predictions(r.output));
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  REQUIRE_MESSAGE(lines.size() == 2, r.output.substr(0, 500));
+  CHECK(lines[0]["line"] == 1);
+  CHECK(lines[0]["error"].get<std::string>().find("nested deeper than 100") != std::string::npos);
+  CHECK(lines[1]["text"] == "play a song");
+}
+
+TEST_CASE("devices_and_links_to_them_are_refused_as_not_regular_files_naming_the_key_or_file") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  Result r = headroom_within(20, "info /dev/zero");
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("/dev/zero is not a regular file") != std::string::npos, r.output);
+  r = headroom_within(20, "train --quiet " + quote(d / "tiny.yaml") + " --set tokenizer.vocab=/dev/zero --out " +
+                              quote(d / "other"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("tokenizer.vocab=/dev/zero: '/dev/zero' is not a regular file") != std::string::npos,
+                r.output);
+  // a metrics.jsonl that is a link to /dev/full (reads as endless zeros): the resume refuses it, the link stays
+  fs::remove(run + "/metrics.jsonl");
+  fs::create_symlink("/dev/full", run + "/metrics.jsonl");
+  r = headroom_within(20, "train --quiet --resume " + quote(run) + " --set train.max_steps=35");
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.output.find("metrics.jsonl is not a regular file") != std::string::npos, r.output);
+  CHECK(fs::is_symlink(run + "/metrics.jsonl"));
+}
+
+TEST_CASE("model_sizes_past_the_machine_are_refused_before_allocating_naming_the_key") {
+  TempDir d;
+  const std::string cfg = quote(setup(d));
+  const std::pair<std::string, std::string> refused[] = {
+      {"info " + cfg + " --set model.layers.0.repeat=1000000000", "model.layers[0]: repeat 1000000000"},
+      {"info " + cfg + " --set model.d_model=4611686018427387904", "model.d_model 4.61e+18"},
+      {"info " + cfg + " --set model.max_len=100000000000", "model.max_len 100000000000"},
+      {"train --quiet " + cfg + " --set model.layers.0.repeat=1000000000 --out " + quote(d / "run"), "repeat"},
+      {"bench " + cfg + " --batch 1000000000", "bench --batch 1000000000"},
+      {"train --quiet " + cfg + " --set train.batch_size=1000000 --set model.d_model=1024 --set "
+       "model.layers.0.attention.head_dim=512 --set model.layers.0.repeat=100 --out " + quote(d / "run"),
+       "train.batch_size=1000000: a batch of 1000000 rows"},
+  };
+  for (const auto& [args, key] : refused) {
+    CAPTURE(args);
+    const Result r = headroom_within(20, args);
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.output.find(key) != std::string::npos, r.output);
+    CHECK_MESSAGE(r.output.find("this machine has") != std::string::npos, r.output);
+  }
+  CHECK_FALSE(fs::exists(d / "run/config.yaml"));
+  // an imported config.json: refused before its per-layer plan is allocated
+  fs::copy(repo_path("tests/fixtures/hf_bert/bert_tiny_cls"), d / "hf", fs::copy_options::recursive);
+  auto config = nlohmann::json::parse(read_file(d / "hf/config.json"));
+  config["num_hidden_layers"] = 1'000'000'000;
+  write_file(d / "hf/config.json", config.dump());
+  const Result r = headroom_within(20, "import-hf " + quote(d / "hf") + " --out " + quote(d / "imported"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("'num_hidden_layers': num_hidden_layers 1000000000") != std::string::npos, r.output);
+  CHECK_FALSE(fs::exists(d / "imported"));
+}
+
+}  // TEST_SUITE

@@ -14,6 +14,7 @@
 #include "framework/safetensors.h"
 #include "kernels/base/error.h"
 #include "train/cli/command.h"
+#include "train/data/json_line.h"
 #include "train/run/trainer.h"
 
 namespace fs = std::filesystem;
@@ -79,9 +80,11 @@ std::vector<std::string> read_texts(bool jsonl) {
       continue;
     }
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const JsonLine parsed = parse_json_line(line);
+    const nlohmann::json& j = parsed.value;
     if (!j.is_object() || !j.contains("text") || !j.at("text").is_string())
-      throw UsageError("stdin line " + std::to_string(line_no) + ": expected a JSON object with a string \"text\"");
+      throw UsageError("stdin line " + std::to_string(line_no) + ": " +
+                       parsed.why_not("expected a JSON object with a string \"text\""));
     texts.push_back(j.at("text").get<std::string>());
   }
   return texts;

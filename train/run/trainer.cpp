@@ -24,7 +24,9 @@
 #include "kernels/base/error.h"
 #include "framework/ops.h"
 #include "framework/random.h"
+#include "framework/regular_file.h"
 #include "models/head_pruning.h"
+#include "models/model_size.h"
 #include "train/run/data_parallel.h"
 #include "train/run/gradient_reducer.h"
 #include "train/run/run_lock.h"
@@ -137,8 +139,8 @@ void remove_stale_temp_files(const std::string& dir) {
 
 // A resumed run continues from its last checkpoint: rows that a killed run logged after it would appear twice.
 void drop_metrics_after(const std::string& path, int64_t step) {
+  if (!regular_file_or_absent(path)) return;  // a link to /dev/full would be read forever
   std::ifstream in(path);
-  if (!in) return;
   std::string kept;
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
@@ -229,6 +231,11 @@ int train_command(const TrainArgs& args) {
                        ") and resume the copy");
     dir = args.resume_dir;
     HR_CHECK(fs::exists(dir + "/config.yaml"), dir + " is not a headroom run directory (no config.yaml)");
+    // the checkpoint's token embeddings are rows of the run's vocabulary: one learned again would renumber them
+    if (!fs::exists(dir + "/vocab.txt"))
+      throw UsageError(dir + "/vocab.txt is missing: the checkpoint's token ids are rows of that vocabulary, which "
+                       "cannot be rebuilt; restore it from a copy of the run");
+    regular_file_or_absent(dir + "/metrics.jsonl");  // appended to and rewritten: a link to a device is refused
     rc = load_run_config(dir + "/config.yaml", args.overrides);
   } else {
     rc = load_run_config(args.config_path, args.overrides);
@@ -267,6 +274,12 @@ int train_command(const TrainArgs& args) {
   dims.vocab_size = tok->vocab().size();
   std::unique_ptr<EncoderModel> model = build_model(rc.root.child("model"), dims);
   rc.root.check_all_read();
+  // the shortest row is [CLS] x [SEP]: a bound every batch of train.batch_size rows needs at least
+  if (const std::string p = training_memory_problem(static_cast<double>(model->num_parameters()),
+                                                    static_cast<int64_t>(model->num_layers()), model->d_model(),
+                                                    t.batch_size, 3);
+      !p.empty())
+    rc.root.child("train").fail("batch_size", p);
   task->encode(*tok, model->max_len());
   model->to(t.device);
   model->set_precision(t.precision);

@@ -1,12 +1,14 @@
 #include "train/tokenizer/vocab.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "framework/atomic_file.h"
+#include "framework/regular_file.h"
 #include "kernels/base/error.h"
 
 namespace hr {
+
+namespace {
+constexpr uint64_t kMaxVocabBytes = 1ull << 30;  // 2^24 tokens (tokenizer.vocab_size's bound) of 64 bytes
+}  // namespace
 
 Vocab::Vocab(std::vector<std::string> tokens, const std::string& origin) : tokens_(std::move(tokens)) {
   ids_.reserve(tokens_.size());
@@ -32,11 +34,7 @@ Vocab::Vocab(std::vector<std::string> tokens, const std::string& origin) : token
 }
 
 Vocab Vocab::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open vocabulary file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  const std::string text = read_regular_file(path, kMaxVocabBytes, "vocabulary");
 
   std::vector<std::string> tokens;
   for (size_t start = 0; start < text.size();) {
