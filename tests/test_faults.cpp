@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "framework/safetensors.h"
+#include "tests/repo_files.h"
 #include "tests/tiny_run.h"
 
 using namespace hr;
@@ -272,3 +273,265 @@ TEST_CASE("grad_accum_larger_than_an_epoch_is_a_config_error") {
   CHECK(headroom("train --quiet " + quote(cfg) + " --set train.grad_accum=8 --set train.max_steps=1 --out " +
                  quote(d / "ok")).code == 0);
 }
+
+// #38 class 1: a run directory is only ever changed by the run that owns it.
+TEST_SUITE("a_run_directory_is_changed_only_by_its_own_run") {
+
+TEST_CASE("export_hf_refuses_a_non_empty_out_without_force_and_a_run_directory_always") {
+  TempDir d;
+  const std::string run = d / "run", other = d / "other";
+  for (const std::string& out : {run, other})
+    REQUIRE(headroom("import-hf " + quote(repo_path("tests/fixtures/hf_bert/bert_tiny_cls")) + " --out " + quote(out))
+                .code == 0);
+  const std::string export_run = "export-hf --run " + quote(run) + " --out ";
+  // a folder holding a user's vocabulary: refused, untouched
+  fs::create_directories(d / "mine");
+  write_file(d / "mine/vocab.txt", "my words\n");
+  write_file(d / "mine/notes.txt", "keep me\n");
+  Result r = headroom(export_run + quote(d / "mine"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("not empty") != std::string::npos, r.output);
+  CHECK(r.output.find("--force") != std::string::npos);
+  CHECK(read_file(d / "mine/vocab.txt") == "my words\n");
+  CHECK_FALSE(fs::exists(d / "mine/config.json"));
+  // --force replaces the export's files and leaves the others
+  r = headroom(export_run + quote(d / "mine") + " --force");
+  CHECK_MESSAGE(r.code == 0, r.output);
+  CHECK(fs::exists(d / "mine/config.json"));
+  CHECK(read_file(d / "mine/vocab.txt") == read_file(run + "/vocab.txt"));
+  CHECK(read_file(d / "mine/notes.txt") == "keep me\n");
+  // a run directory, the exported one or another: refused even with --force, every file as it was
+  for (const std::string& out : {run, other}) {
+    const std::string config = read_file(out + "/config.yaml"), vocab = read_file(out + "/vocab.txt");
+    r = headroom(export_run + quote(out) + " --force");
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.output.find("run directory") != std::string::npos, r.output);
+    CHECK(read_file(out + "/config.yaml") == config);
+    CHECK(read_file(out + "/vocab.txt") == vocab);
+    CHECK_FALSE(fs::exists(out + "/config.json"));
+  }
+  // a new directory, then the same again: the second export finds it not empty
+  CHECK(headroom(export_run + quote(d / "hf")).code == 0);
+  CHECK(headroom(export_run + quote(d / "hf")).code == 2);
+}
+
+TEST_CASE("resume_set_is_validated_against_the_checkpoint_before_config_yaml_is_written") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  const std::string config = read_file(run + "/config.yaml"), metrics = read_file(run + "/metrics.jsonl");
+  // a shape the checkpoint does not have, and a grad_accum the data cannot fill: both refused, nothing written
+  for (const std::string set : {"model.d_model=32", "train.grad_accum=9"}) {
+    CAPTURE(set);
+    const Result r = headroom("train --quiet --resume " + quote(run) + " --set " + set);
+    CHECK(r.code != 0);
+    CHECK(read_file(run + "/config.yaml") == config);
+    CHECK(read_file(run + "/metrics.jsonl") == metrics);
+  }
+  // the run still resumes, predicts and evaluates
+  const Result resumed = headroom("train --quiet --resume " + quote(run) + " --set train.max_steps=35");
+  CHECK_MESSAGE(resumed.code == 0, resumed.output);
+  CHECK(headroom("eval --split eval --run " + quote(run)).code == 0);
+}
+
+TEST_CASE("resume_with_out_is_refused_and_advances_neither_run") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  const std::string last = read_file(run + "/checkpoint-last.safetensors");
+  const Result r = headroom("train --quiet --resume " + quote(run) + " --out " + quote(d / "copy") +
+                            " --set train.max_steps=35");
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("takes no --out") != std::string::npos, r.output);
+  CHECK(read_file(run + "/checkpoint-last.safetensors") == last);
+  CHECK_FALSE(fs::exists(d / "copy"));
+}
+
+}  // TEST_SUITE
+
+// #38 class 6: a closed terminal or ssh session (SIGHUP) saves and exits as SIGTERM does.
+TEST_SUITE("sighup_saves_and_exits_like_sigterm") {
+
+TEST_CASE("sighup_saves_checkpoint_last_at_the_step_boundary_and_the_run_resumes") {
+  TempDir d;
+  const std::string cfg = setup(d);
+  Background bg("train " + quote(cfg) + " --set train.max_steps=100000 --set train.eval_every=100000 --out " +
+                    quote(d / "run"),
+                d / "log");
+  REQUIRE_MESSAGE(bg.wait_for("step 20/"), read_file(d / "log"));
+  kill(bg.pid, SIGHUP);
+  CHECK(bg.wait_exit() == 128 + SIGHUP);
+  INFO(read_file(d / "log"));
+  CHECK(read_file(d / "log").find("stopped by SIGHUP") != std::string::npos);
+  REQUIRE(fs::exists(d / "run/checkpoint-last.safetensors"));
+  const int64_t saved = std::stoll(read_safetensors(d / "run/checkpoint-last.safetensors").metadata.at("step"));
+  CHECK(saved >= 20);
+  const Result resumed = headroom("train --quiet --resume " + quote(d / "run") + " --set train.max_steps=" +
+                                  std::to_string(saved + 3));
+  CHECK_MESSAGE(resumed.code == 0, resumed.output);
+}
+
+}  // TEST_SUITE
+
+// #38 class 4: no value is silently replaced or ignored.
+TEST_SUITE("no_value_is_silently_replaced_or_ignored") {
+
+TEST_CASE("nan_zero_and_negative_option_values_are_refused_naming_the_option_and_the_bound") {
+  TempDir d;
+  const std::string cfg = quote(setup(d)), dir = quote(d.path.string());
+  const std::pair<std::string, std::string> refused[] = {
+      {"prune --run " + dir + " --threshold nan", "--threshold"},
+      {"heads --run " + dir + " --threshold inf", "--threshold"},
+      {"allocate " + cfg + " --l0-lambda nan", "--l0-lambda"},
+      {"allocate " + cfg + " --allocation 2,0", "--allocation"},
+      {"sweep " + cfg + " --heads 2 --head-dim 0", "--head-dim"},
+      {"sweep " + cfg + " --heads 0,2", "--heads"},
+      {"bench " + cfg + " --seq-len 0", "--seq-len"},
+      {"bench " + cfg + " --seq-len -5", "--seq-len"},
+      {"bench " + cfg + " --warmup -3", "--warmup"},
+      {"bench " + cfg + " --batch 0", "--batch"},
+      {"info " + cfg + " --seq-len -1", "--seq-len"},
+      {"attention --run " + dir + " --text a --layer -1 --head 0", "--layer"},
+  };
+  for (const auto& [args, option] : refused) {
+    CAPTURE(args);
+    const Result r = headroom(args);
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.output.find(option) != std::string::npos, r.output);
+    CHECK_MESSAGE(r.output.find("must be a") != std::string::npos, r.output);  // the bound, in words
+    CHECK_MESSAGE(r.output.size() < 300, r.output);                            // not CLI11's 300-digit double
+  }
+}
+
+TEST_CASE("sweep_refuses_a_head_count_given_twice") {
+  TempDir d;
+  const Result r = headroom("sweep " + quote(setup(d)) + " --heads 2,2 --out " + quote(d / "sweep"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("lists 2 twice") != std::string::npos, r.output);
+  CHECK_FALSE(fs::exists(d / "sweep"));
+}
+
+TEST_CASE("info_and_bench_refuse_the_unknown_keys_train_refuses") {
+  TempDir d;
+  const std::string cfg = setup(d);
+  write_file(cfg, read_file(cfg) + "  lerning_rate: 1\n");  // in the train: block, the config's last
+  for (const std::string command : {"info ", "bench ", "train --quiet "}) {
+    CAPTURE(command);
+    const Result r = headroom(command + quote(cfg));
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.output.find("train.lerning_rate: unknown key") != std::string::npos, r.output);
+  }
+}
+
+TEST_CASE("a_config_with_a_second_yaml_document_is_an_error_naming_its_line") {
+  TempDir d;
+  const std::string cfg = setup(d);
+  const std::string first = read_file(cfg);
+  const auto lines = std::count(first.begin(), first.end(), '\n');
+  write_file(cfg, first + "---\ntrain:\n  lr: 1\n");
+  for (const std::string command : {"info ", "train --quiet "}) {
+    const Result r = headroom(command + quote(cfg));
+    CHECK(r.code == 2);
+    // the line where the second document's content starts
+    const std::string where = "tiny.yaml:" + std::to_string(lines + 2) + ": a second YAML document";
+    CHECK_MESSAGE(r.output.find(where) != std::string::npos, r.output);
+  }
+}
+
+}  // TEST_SUITE
+
+// #38 class 3: no input can hang or crash it; every size has a bound that names its key.
+TEST_SUITE("no_input_hangs_or_crashes_it_and_every_size_names_its_key") {
+
+// headroom under a time limit: a hang fails the test (exit 124) instead of stopping the suite
+Result headroom_within(int seconds, const std::string& args) {
+  return shell("timeout " + std::to_string(seconds) + " " + quote(std::string(std::getenv("HR_BUILD_ROOT")) +
+               "/headroom") + " " + args);
+}
+
+TEST_CASE("a_yaml_alias_bomb_is_refused_in_under_a_second") {
+  TempDir d;
+  // 1 KB of aliases of aliases: 10^9 values when expanded
+  std::string yaml = "a: &a [x, x, x, x, x, x, x, x, x, x]\n", previous = "a";
+  for (const std::string name : {"b", "c", "d", "e", "f", "g", "h", "i"}) {
+    yaml += name + ": &" + name + " [";
+    for (int i = 0; i < 10; ++i) yaml += (i ? ", *" : "*") + previous;
+    yaml += "]\n";
+    previous = name;
+  }
+  write_file(d / "lol.yaml", yaml + "model: {d_model: 16}\n");
+  const auto start = std::chrono::steady_clock::now();
+  const Result r = headroom_within(20, "info " + quote(d / "lol.yaml"));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("aliases of aliases") != std::string::npos, r.output);
+  CHECK(seconds < 1.0);
+}
+
+TEST_CASE("a_predict_line_nesting_a_million_arrays_is_answered_with_an_error_and_the_next_line_is_served") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  const std::string deep = std::string(1'000'000, '[') + std::string(1'000'000, ']');
+  write_file(d / "in.jsonl", "{\"text\": \"a\", \"x\": " + deep + "}\n{\"text\": \"play a song\"}\n");
+  const Result r = headroom_within(60, "predict --run " + quote(run) + " < " + quote(d / "in.jsonl"));
+  CHECK(r.code == 1);  // a bad line: answered in place, exit 1
+  std::istringstream in(one_line_predictions(r.output));
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  REQUIRE_MESSAGE(lines.size() == 2, r.output.substr(0, 500));
+  CHECK(lines[0]["line"] == 1);
+  CHECK(lines[0]["error"].get<std::string>().find("nested deeper than 100") != std::string::npos);
+  CHECK(lines[1]["text"] == "play a song");
+}
+
+TEST_CASE("devices_and_links_to_them_are_refused_as_not_regular_files_naming_the_key_or_file") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  Result r = headroom_within(20, "info /dev/zero");
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("/dev/zero is not a regular file") != std::string::npos, r.output);
+  r = headroom_within(20, "train --quiet " + quote(d / "tiny.yaml") + " --set tokenizer.vocab=/dev/zero --out " +
+                              quote(d / "other"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("tokenizer.vocab=/dev/zero: '/dev/zero' is not a regular file") != std::string::npos,
+                r.output);
+  // a metrics.jsonl that is a link to /dev/full (reads as endless zeros): the resume refuses it, the link stays
+  fs::remove(run + "/metrics.jsonl");
+  fs::create_symlink("/dev/full", run + "/metrics.jsonl");
+  r = headroom_within(20, "train --quiet --resume " + quote(run) + " --set train.max_steps=35");
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.output.find("metrics.jsonl is not a regular file") != std::string::npos, r.output);
+  CHECK(fs::is_symlink(run + "/metrics.jsonl"));
+}
+
+TEST_CASE("model_sizes_past_the_machine_are_refused_before_allocating_naming_the_key") {
+  TempDir d;
+  const std::string cfg = quote(setup(d));
+  const std::pair<std::string, std::string> refused[] = {
+      {"info " + cfg + " --set model.layers.0.repeat=1000000000", "model.layers[0]: repeat 1000000000"},
+      {"info " + cfg + " --set model.d_model=4611686018427387904", "model.d_model 4.61e+18"},
+      {"info " + cfg + " --set model.max_len=100000000000", "model.max_len 100000000000"},
+      {"train --quiet " + cfg + " --set model.layers.0.repeat=1000000000 --out " + quote(d / "run"), "repeat"},
+      {"bench " + cfg + " --batch 1000000000", "bench --batch 1000000000"},
+      {"train --quiet " + cfg + " --set train.batch_size=1000000 --set model.d_model=1024 --set "
+       "model.layers.0.attention.head_dim=512 --set model.layers.0.repeat=100 --out " + quote(d / "run"),
+       "train.batch_size=1000000: a batch of 1000000 rows"},
+  };
+  for (const auto& [args, key] : refused) {
+    CAPTURE(args);
+    const Result r = headroom_within(20, args);
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.output.find(key) != std::string::npos, r.output);
+    CHECK_MESSAGE(r.output.find("this machine has") != std::string::npos, r.output);
+  }
+  CHECK_FALSE(fs::exists(d / "run/config.yaml"));
+  // an imported config.json: refused before its per-layer plan is allocated
+  fs::copy(repo_path("tests/fixtures/hf_bert/bert_tiny_cls"), d / "hf", fs::copy_options::recursive);
+  auto config = nlohmann::json::parse(read_file(d / "hf/config.json"));
+  config["num_hidden_layers"] = 1'000'000'000;
+  write_file(d / "hf/config.json", config.dump());
+  const Result r = headroom_within(20, "import-hf " + quote(d / "hf") + " --out " + quote(d / "imported"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("'num_hidden_layers': num_hidden_layers 1000000000") != std::string::npos, r.output);
+  CHECK_FALSE(fs::exists(d / "imported"));
+}
+
+}  // TEST_SUITE

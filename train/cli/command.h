@@ -34,5 +34,10 @@ Command add_curves_command(CLI::App& app);
 void add_run_options(CLI::App* cmd, std::string& run_dir, std::string& which);
 // --precision f32|bf16, added to `overrides` as train.precision=...
 void add_precision_option(CLI::App* cmd, std::vector<std::string>& overrides);
+// Number checks for options. CLI11's PositiveNumber and NonNegativeNumber let "nan" through (every comparison with
+// NaN is false) and print their bounds with 300 digits; these refuse NaN and infinities and state the bound plainly.
+CLI::Validator positive_number();
+CLI::Validator non_negative_number();
+CLI::Validator finite_number();
 
 }  // namespace hr

@@ -25,7 +25,9 @@
 #include "kernels/base/error.h"
 #include "framework/ops.h"
 #include "framework/random.h"
+#include "framework/regular_file.h"
 #include "models/head_pruning.h"
+#include "models/model_size.h"
 #include "train/run/data_parallel.h"
 #include "train/run/gradient_reducer.h"
 #include "train/run/run_lock.h"
@@ -115,8 +117,10 @@ nlohmann::json gate_report(const EncoderModel& model) {
   return {{"open_probability", p}, {"expected_open_heads", expected}};
 }
 
-// SIGINT / SIGTERM (a scheduler's preemption): the loop saves a checkpoint at the next step boundary and stops. The
-// handler re-arms the default action, so a second signal ends the process at once.
+// SIGINT, SIGTERM (a scheduler's preemption), SIGHUP (the terminal or ssh session closed): the loop saves a checkpoint
+// at the next step boundary and stops. The handler re-arms the default action, so a second signal ends the process at
+// once.
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 volatile std::sig_atomic_t g_stop_signal = 0;
 extern "C" void on_stop_signal(int sig) {
   g_stop_signal = sig;
@@ -136,8 +140,8 @@ void remove_stale_temp_files(const std::string& dir) {
 
 // A resumed run continues from its last checkpoint: rows that a killed run logged after it would appear twice.
 void drop_metrics_after(const std::string& path, int64_t step) {
+  if (!regular_file_or_absent(path)) return;  // a link to /dev/full would be read forever
   std::ifstream in(path);
-  if (!in) return;
   std::string kept;
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
@@ -221,8 +225,18 @@ int train_command(const TrainArgs& args) {
   std::string dir;
   RunConfig rc;
   if (resume) {
+    // a resume advances RUN itself: an --out beside it would be silently ignored
+    if (!args.out_dir.empty())
+      throw UsageError("--resume " + args.resume_dir + " continues that run in place and takes no --out; to continue "
+                       "a copy, copy the directory first (cp -r " + args.resume_dir + " " + args.out_dir +
+                       ") and resume the copy");
     dir = args.resume_dir;
     HR_CHECK(fs::exists(dir + "/config.yaml"), dir + " is not a headroom run directory (no config.yaml)");
+    // the checkpoint's token embeddings are rows of the run's vocabulary: one learned again would renumber them
+    if (!fs::exists(dir + "/vocab.txt"))
+      throw UsageError(dir + "/vocab.txt is missing: the checkpoint's token ids are rows of that vocabulary, which "
+                       "cannot be rebuilt; restore it from a copy of the run");
+    regular_file_or_absent(dir + "/metrics.jsonl");  // appended to and rewritten: a link to a device is refused
     rc = load_run_config(dir + "/config.yaml", args.overrides);
   } else {
     rc = load_run_config(args.config_path, args.overrides);
@@ -261,6 +275,12 @@ int train_command(const TrainArgs& args) {
   dims.vocab_size = tok->vocab().size();
   std::unique_ptr<EncoderModel> model = build_model(rc.root.child("model"), dims);
   rc.root.check_all_read();
+  // the shortest row is [CLS] x [SEP]: a bound every batch of train.batch_size rows needs at least
+  if (const std::string p = training_memory_problem(static_cast<double>(model->num_parameters()),
+                                                    static_cast<int64_t>(model->num_layers()), model->d_model(),
+                                                    t.batch_size, 3);
+      !p.empty())
+    rc.root.child("train").fail("batch_size", p);
   task->encode(*tok, model->max_len());
   model->to(t.device);
   model->set_precision(t.precision);
@@ -275,14 +295,6 @@ int train_command(const TrainArgs& args) {
     // a new run's directory may have received a run since it was checked, from a process that has finished
     if (!resume && fs::exists(dir + "/config.yaml"))
       throw UsageError(dir + " already holds a run: continue it with --resume " + dir + ", or choose another --out");
-    // the resolved config, --set overrides of a resume included, so that the next resume keeps them; writing it also
-    // finds a read-only run directory before any step is spent
-    write_file_atomically(dir + "/config.yaml", [&](std::ostream& f) { f << rc.root.dump() << "\n"; });
-    if (!resume) {
-      tok->vocab().save(dir + "/vocab.txt");
-      task->save(dir);
-    }
-    remove_stale_temp_files(dir);
   }
 
   std::unique_ptr<Optimizer> optimizer = make_optimizer(t, *model);
@@ -315,9 +327,23 @@ int train_command(const TrainArgs& args) {
     HR_CHECK(fs::exists(last_ckpt), "cannot resume: no " + last_ckpt);
     st = load_checkpoint(last_ckpt, *model, optimizer.get());
     if (!st.note.empty() && lead) std::cerr << "note: " << st.note << "\n";
-    if (lead) drop_metrics_after(dir + "/metrics.jsonl", st.step);
     global_generator() = Generator{st.rng_seed, st.rng_offset};
-    if (lead) std::cout << "resuming " << dir << " at step " << st.step << "\n";
+  }
+  // Everything above validated the config (a resume's --set against its checkpoint too): only now is the run
+  // directory written, so a refused resume leaves it as it was.
+  if (lead) {
+    // the resolved config, --set overrides of a resume included, so that the next resume keeps them; writing it also
+    // finds a read-only run directory before any step is spent
+    write_file_atomically(dir + "/config.yaml", [&](std::ostream& f) { f << rc.root.dump() << "\n"; });
+    if (!resume) {
+      tok->vocab().save(dir + "/vocab.txt");
+      task->save(dir);
+    }
+    remove_stale_temp_files(dir);
+    if (resume) {
+      drop_metrics_after(dir + "/metrics.jsonl", st.step);
+      std::cout << "resuming " << dir << " at step " << st.step << "\n";
+    }
   }
   // every rank starts from rank 0's weights (they agree already, as the same seed and files made them: this makes
   // sure); the optimizer state came from the same checkpoint file on every rank
@@ -365,12 +391,10 @@ int train_command(const TrainArgs& args) {
   };
 
   g_stop_signal = 0;
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
+  for (const int sig : kStopSignals) std::signal(sig, on_stop_signal);
   struct RestoreSignals {
     ~RestoreSignals() {
-      std::signal(SIGINT, SIG_DFL);
-      std::signal(SIGTERM, SIG_DFL);
+      for (const int sig : kStopSignals) std::signal(sig, SIG_DFL);
     }
   } restore_signals;
 
@@ -389,7 +413,7 @@ int train_command(const TrainArgs& args) {
       if (comm->size() > 1) comm->all_reduce_host(&stop, 1, ReduceOp::Max);  // every rank stops at the same step
       if (stop != 0) {
         g_stop_signal = static_cast<int>(stop);  // between two steps: the last one is fully logged (and saved, when the loop saves)
-        const std::string name = g_stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
+        const std::string name = g_stop_signal == SIGINT ? "SIGINT" : g_stop_signal == SIGHUP ? "SIGHUP" : "SIGTERM";
         if (bad_steps == 0) {
           save_to(last_ckpt);
           progress.message("stopped by " + name + " after step " + std::to_string(st.step) + "; saved " + last_ckpt +

@@ -37,9 +37,10 @@ struct TrainArgs {
   bool quiet = false;
 };
 
-// Returns the process exit code: 0 done, 3 stopped on repeated non-finite losses, 128 + the signal when SIGINT or
-// SIGTERM stopped it (after saving checkpoint-last at the step boundary). An --out that already holds a run is a
-// UsageError.
+// Returns the process exit code: 0 done, 3 stopped on repeated non-finite losses, 128 + the signal when SIGINT,
+// SIGTERM or SIGHUP stopped it (after saving checkpoint-last at the step boundary). An --out that already holds a run,
+// and an --out with --resume, are UsageErrors. A resume writes its run directory only after the config (its --set
+// overrides included) has built the model and loaded the checkpoint.
 int train_command(const TrainArgs& args);
 
 }  // namespace hr

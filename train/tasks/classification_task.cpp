@@ -5,9 +5,11 @@
 #include <fstream>
 #include <iostream>
 #include <numeric>
+#include <sstream>
 
 #include "framework/atomic_file.h"
 #include "framework/autograd.h"
+#include "framework/regular_file.h"
 #include "kernels/base/error.h"
 #include "framework/ops.h"
 
@@ -180,8 +182,7 @@ void ClassificationTask::save(const std::string& run_dir) const {
 std::unique_ptr<Task> make_classification_task(const TaskContext& ctx) {
   std::optional<LabelSet> labels;
   if (const std::string path = ctx.run_dir + "/labels.txt"; !ctx.run_dir.empty() && std::filesystem::exists(path)) {
-    std::ifstream f(path);
-    HR_CHECK(f.good(), "cannot read " + path);
+    std::istringstream f(read_regular_file(path, 64 << 20, "labels.txt"));
     std::vector<std::string> names;
     for (std::string line; std::getline(f, line);) names.push_back(line);
     labels = LabelSet::in_order(names, path);

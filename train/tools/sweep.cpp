@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "kernels/base/error.h"
@@ -90,6 +91,11 @@ void write_sweep_report(const std::string& dir, const std::vector<SweepResult>& 
 
 int sweep_command(const SweepArgs& args) {
   HR_CHECK(!args.heads.empty(), "sweep: --heads needs at least one head count");
+  // a head count given twice would be one run directory reported as two
+  std::set<int64_t> given;
+  for (int64_t h : args.heads)
+    if (!given.insert(h).second)
+      throw UsageError("sweep: --heads lists " + std::to_string(h) + " twice; give each head count once");
   RunConfig base = load_run_config(args.config, args.overrides);
   const Config model = base.root.child("model");
   const int64_t d_model = model.get_positive("d_model");
