@@ -1,6 +1,5 @@
-// The training run: builds tokenizer, task and model from a RunConfig, trains with train.optimizer (warm-up + decay,
-// clipping, accumulation), evaluates, keeps the best and the last checkpoint, and writes metrics.jsonl in the run
-// directory.
+// Runs and run directories: `headroom train` (train_command; the loop itself is train/run/train_loop.h) and loading a
+// run directory back for eval, predict, resume, prune and the analysis tools.
 #pragma once
 
 #include <memory>
@@ -13,6 +12,9 @@
 #include "train/tokenizer/tokenizer.h"
 
 namespace hr {
+
+// The run's vocab.txt when there is one, else tokenizer.vocab, else one learned from the task's training texts.
+std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerOptions& t, const Task& task, const std::string& run_vocab);
 
 // Everything a run directory holds, loaded back for eval / predict / resume / prune.
 struct LoadedRun {
