@@ -86,6 +86,14 @@ TrainState load_checkpoint(const std::string& path, Module& model, Optimizer* op
   } catch (const std::logic_error&) {
     throw Error(path + ": malformed training state in the checkpoint metadata");
   }
+  // a position no run reaches (every epoch takes at least one step): a damaged or edited file, which a resume would
+  // continue from a place in the schedule that does not exist
+  if (!(s.step >= 0 && s.epoch >= 0 && s.epoch <= s.step && s.batch_in_epoch >= 0 && s.batch_in_epoch <= s.step &&
+        s.best_step >= -1 && s.best_step <= s.step))
+    throw Error(path + ": the training position in its metadata is out of range (step " + std::to_string(s.step) +
+                ", epoch " + std::to_string(s.epoch) + ", batch_in_epoch " + std::to_string(s.batch_in_epoch) +
+                ", best_step " + std::to_string(s.best_step) + "; a run has 0 <= epoch, batch_in_epoch <= step and "
+                "-1 <= best_step <= step): a damaged checkpoint; use the other one (--checkpoint) or a copy");
   if (optimizer) {
     // checkpoints from before the optimizer was recorded were all AdamW's
     const auto saved = f.metadata.count("optimizer") ? f.metadata.at("optimizer") : std::string("adamw");

@@ -26,7 +26,6 @@
 #include "framework/random.h"
 #include "framework/regular_file.h"
 #include "models/head_pruning.h"
-#include "models/model_size.h"
 #include "train/run/data_parallel.h"
 #include "train/run/gradient_reducer.h"
 #include "train/run/run_lock.h"
@@ -189,12 +188,24 @@ class Progress {
 
 }  // namespace
 
+std::string checkpoint_path(const std::string& dir, const std::string& which) {
+  const std::string path = dir + "/checkpoint-" + which + ".safetensors", last = dir + "/checkpoint-last.safetensors";
+  if (fs::exists(path)) return path;
+  if (which == "best" && fs::exists(last)) {
+    std::cerr << "note: " << dir << " has no checkpoint-best (it stopped before its first evaluation): using "
+              << "checkpoint-last\n";
+    return last;
+  }
+  throw UsageError("no checkpoint " + path + (which == "last" ? "" : " nor checkpoint-last") +
+                   ": the run has not saved one yet (train --resume " + dir + " continues it)");
+}
+
 LoadedRun load_run(const std::string& dir, const std::string& which, bool load_data,
                    const std::vector<std::string>& overrides) {
   LoadedRun r;
   r.dir = dir;
   HR_CHECK(fs::exists(dir + "/config.yaml"), dir + " is not a headroom run directory (no config.yaml)");
-  r.config = load_run_config(dir + "/config.yaml", overrides, /*check_files=*/load_data);
+  r.config = load_run_config(dir + "/config.yaml", overrides, /*check_files=*/load_data, /*run_vocab=*/true);
   // the run's own vocabulary, never one learned again from whatever the data file holds now
   HR_CHECK(fs::exists(dir + "/vocab.txt"), dir + "/vocab.txt is missing: the run's vocabulary cannot be rebuilt");
   r.task = make_task(r.config.root, TaskContext{r.config.data, dir, load_data, ""});
@@ -205,8 +216,7 @@ LoadedRun load_run(const std::string& dir, const std::string& which, bool load_d
   r.task->encode(*r.tokenizer, r.model->max_len());
   r.config.root.check_all_read();
   if (!which.empty()) {
-    const std::string ckpt = dir + "/checkpoint-" + which + ".safetensors";
-    HR_CHECK(fs::exists(ckpt), "no checkpoint " + ckpt);
+    const std::string ckpt = checkpoint_path(dir, which);
     if (const std::string note = load_checkpoint(ckpt, *r.model, nullptr).note; !note.empty())
       std::cerr << "note: " << note << "\n";
   }
@@ -236,7 +246,7 @@ int train_command(const TrainArgs& args) {
       throw UsageError(dir + "/vocab.txt is missing: the checkpoint's token ids are rows of that vocabulary, which "
                        "cannot be rebuilt; restore it from a copy of the run");
     regular_file_or_absent(dir + "/metrics.jsonl");  // appended to and rewritten: a link to a device is refused
-    rc = load_run_config(dir + "/config.yaml", args.overrides);
+    rc = load_run_config(dir + "/config.yaml", args.overrides, /*check_files=*/true, /*run_vocab=*/true);
   } else {
     rc = load_run_config(args.config_path, args.overrides);
     dir = args.out_dir.empty() ? "runs/" + rc.name + "-" + timestamp() : args.out_dir;
@@ -274,12 +284,6 @@ int train_command(const TrainArgs& args) {
   dims.vocab_size = tok->vocab().size();
   std::unique_ptr<EncoderModel> model = build_model(rc.root.child("model"), dims);
   rc.root.check_all_read();
-  // the shortest row is [CLS] x [SEP]: a bound every batch of train.batch_size rows needs at least
-  if (const std::string p = training_memory_problem(static_cast<double>(model->num_parameters()),
-                                                    static_cast<int64_t>(model->num_layers()), model->d_model(),
-                                                    t.batch_size, 3);
-      !p.empty())
-    rc.root.child("train").fail("batch_size", p);
   task->encode(*tok, model->max_len());
   model->to(t.device);
   model->set_precision(t.precision);
@@ -333,7 +337,7 @@ int train_command(const TrainArgs& args) {
   if (lead) {
     // the resolved config, --set overrides of a resume included, so that the next resume keeps them; writing it also
     // finds a read-only run directory before any step is spent
-    write_file_atomically(dir + "/config.yaml", [&](std::ostream& f) { f << rc.root.dump() << "\n"; });
+    write_file_atomically(dir + "/config.yaml", [&](std::ostream& f) { f << stored_config_text(rc.root); });
     if (!resume) {
       tok->vocab().save(dir + "/vocab.txt");
       task->save(dir);
