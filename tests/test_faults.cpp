@@ -618,4 +618,45 @@ TEST_CASE("checkpoint_metadata_out_of_range_is_refused_on_load") {
   }
 }
 
+TEST_CASE("a_checkpoint_records_its_model_and_labels_and_a_load_names_what_differs") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  const std::string config = read_file(run + "/config.yaml"), labels = read_file(run + "/labels.txt");
+  const std::string predict = "predict --run " + quote(run) + " --text 'play some music'";
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string c = config;
+    REQUIRE(c.find(from) != std::string::npos);
+    write_file(run + "/config.yaml", c.replace(c.find(from), from.size(), to));
+  };
+  // the same tensor shapes, another model: each refused, naming the key and both values
+  const std::pair<std::pair<std::string, std::string>, std::string> changes[] = {
+      {{"{heads: 2, head_dim: 8}", "{heads: 4, head_dim: 4}"},
+       "model.layers[0].attention.heads: 2 in the checkpoint, 4 now"},
+      {{"  pooling: mean\n", "  pooling: mean\n  norm: post\n"}, "model.norm: absent in the checkpoint, post now"},
+  };
+  for (const auto& [edit, named] : changes) {
+    CAPTURE(named);
+    edited(edit.first, edit.second);
+    const Result r = headroom(predict);
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.output.find(named) != std::string::npos, r.output);
+  }
+  write_file(run + "/config.yaml", config);
+  write_file(run + "/labels.txt", "music\nalarm\nweather\n");  // the classifier's rows in another order
+  Result r = headroom(predict);
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("labels.txt: other labels or another order") != std::string::npos, r.output);
+  write_file(run + "/labels.txt", labels);
+  // dropout does not change what the weights compute: it loads, and a resume may change it
+  edited("  dropout: 0.2", "  dropout: 0.3");
+  CHECK(headroom(predict).code == 0);
+  write_file(run + "/config.yaml", config);
+  r = headroom("train --quiet --resume " + quote(run) + " --set model.layers.0.attention.heads=4 --set "
+               "model.layers.0.attention.head_dim=4");
+  CHECK(r.code == 2);
+  CHECK(read_file(run + "/config.yaml") == config);
+  r = headroom("train --quiet --resume " + quote(run) + " --set model.dropout=0.1 --set train.max_steps=32");
+  CHECK_MESSAGE(r.code == 0, r.output);
+}
+
 }  // TEST_SUITE

@@ -217,7 +217,8 @@ LoadedRun load_run(const std::string& dir, const std::string& which, bool load_d
   r.config.root.check_all_read();
   if (!which.empty()) {
     const std::string ckpt = checkpoint_path(dir, which);
-    if (const std::string note = load_checkpoint(ckpt, *r.model, nullptr).note; !note.empty())
+    const ModelRecord record = model_record(r.config.root.child("model"), dir);
+    if (const std::string note = load_checkpoint(ckpt, *r.model, nullptr, &record).note; !note.empty())
       std::cerr << "note: " << note << "\n";
   }
   r.model->to(r.config.train.device);
@@ -326,9 +327,11 @@ int train_command(const TrainArgs& args) {
   const std::string last_ckpt = dir + "/checkpoint-last.safetensors", best_ckpt = dir + "/checkpoint-best.safetensors";
   TrainState st;
   st.rng_seed = static_cast<uint64_t>(t.seed);
+  ModelRecord record;  // what every checkpoint of the run records of its model (a new run's once labels.txt is written)
   if (resume) {
     HR_CHECK(fs::exists(last_ckpt), "cannot resume: no " + last_ckpt);
-    st = load_checkpoint(last_ckpt, *model, optimizer.get());
+    record = model_record(rc.root.child("model"), dir);
+    st = load_checkpoint(last_ckpt, *model, optimizer.get(), &record);
     if (!st.note.empty() && lead) std::cerr << "note: " << st.note << "\n";
     global_generator() = Generator{st.rng_seed, st.rng_offset};
   }
@@ -341,6 +344,7 @@ int train_command(const TrainArgs& args) {
     if (!resume) {
       tok->vocab().save(dir + "/vocab.txt");
       task->save(dir);
+      record = model_record(rc.root.child("model"), dir);
     }
     remove_stale_temp_files(dir);
     if (resume) {
@@ -373,7 +377,7 @@ int train_command(const TrainArgs& args) {
     if (!lead) return;
     st.rng_seed = global_generator().seed;
     st.rng_offset = global_generator().offset;
-    save_checkpoint(path, *model, optimizer.get(), st);
+    save_checkpoint(path, *model, optimizer.get(), st, &record);
   };
   // evaluation runs on rank 0 alone; the other ranks wait for it in their next collective
   auto run_eval = [&]() {
