@@ -660,3 +660,40 @@ TEST_CASE("a_checkpoint_records_its_model_and_labels_and_a_load_names_what_diffe
 }
 
 }  // TEST_SUITE
+
+// #38 class 5: every message names the file, line or key, and says what to do.
+TEST_SUITE("every_message_names_the_file_line_or_key") {
+
+TEST_CASE("messages_name_the_command_file_range_or_labels_txt") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  Result r = headroom("trian " + quote(d / "tiny.yaml"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("unknown command 'trian' (did you mean 'train'?)") != std::string::npos, r.output);
+  // a vocabulary saved with a byte order mark
+  write_file(d / "bom.txt", "\xEF\xBB\xBF" + read_file(run + "/vocab.txt"));
+  r = headroom("train --quiet " + quote(d / "tiny.yaml") + " --set tokenizer.vocab=" + quote(d / "bom.txt") +
+               " --out " + quote(d / "bom"));
+  CHECK(r.code != 0);
+  CHECK_MESSAGE(r.output.find("bom.txt: starts with a UTF-8 byte order mark (BOM)") != std::string::npos, r.output);
+  // a training file whose rows are all unusable
+  write_file(d / "bad.jsonl", "{\"text\": 1}\n{\"label\": \"x\"}\n");
+  r = headroom("train --quiet " + quote(d / "tiny.yaml") + " --set data.train_path=" + quote(d / "bad.jsonl") +
+               " --out " + quote(d / "bad"));
+  CHECK(r.code != 0);
+  CHECK_MESSAGE(r.output.find("no training examples were loaded from " + (d / "bad.jsonl")) != std::string::npos,
+                r.output);
+  r = headroom("attention --run " + quote(run) + " --text 'play music' --layer 5 --head 0 --out " + quote(d / "a.png"));
+  CHECK(r.code != 0);
+  CHECK_MESSAGE(r.output.find("layers are numbered 0 to 1") != std::string::npos, r.output);
+  r = headroom("attention --run " + quote(run) + " --text 'play music' --layer 1 --head 7 --out " + quote(d / "a.png"));
+  CHECK(r.code != 0);
+  CHECK_MESSAGE(r.output.find("layer 1 has 2 heads, numbered 0 to 1") != std::string::npos, r.output);
+  // labels.txt with a label more than the classifier has rows
+  write_file(run + "/labels.txt", read_file(run + "/labels.txt") + "timer\n");
+  r = headroom("predict --run " + quote(run) + " --text 'play music'");
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("labels.txt") != std::string::npos, r.output);
+}
+
+}  // TEST_SUITE
