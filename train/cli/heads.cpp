@@ -20,7 +20,9 @@ Command add_heads_command(CLI::App& app) {
       ->check(CLI::IsMember({"gates", "importance"}));
   auto* threshold = cmd->add_option("--threshold", a->prune.threshold, "pruning threshold (default 0)")
                              ->check(finite_number());
-  cmd->add_option("--keep", a->prune.keep, "prune to this many heads")->check(non_negative_number())->excludes(threshold);
+  cmd->add_option("--keep", a->prune.keep, "prune to this many heads")
+      ->check(non_negative_number())
+      ->excludes(threshold);
   cmd->add_option("--png", a->png, "heatmap path (default <run>/heads.png)");
   return {cmd, [a] { return heads_command(*a); }};
 }
