@@ -511,9 +511,6 @@ TEST_CASE("model_sizes_past_the_machine_are_refused_before_allocating_naming_the
       {"info " + cfg + " --set model.max_len=100000000000", "model.max_len 100000000000"},
       {"train --quiet " + cfg + " --set model.layers.0.repeat=1000000000 --out " + quote(d / "run"), "repeat"},
       {"bench " + cfg + " --batch 1000000000", "bench --batch 1000000000"},
-      {"train --quiet " + cfg + " --set train.batch_size=1000000 --set model.d_model=1024 --set "
-       "model.layers.0.attention.head_dim=512 --set model.layers.0.repeat=100 --out " + quote(d / "run"),
-       "train.batch_size=1000000: a batch of 1000000 rows"},
   };
   for (const auto& [args, key] : refused) {
     CAPTURE(args);
@@ -532,6 +529,171 @@ TEST_CASE("model_sizes_past_the_machine_are_refused_before_allocating_naming_the
   CHECK(r.code == 2);
   CHECK_MESSAGE(r.output.find("'num_hidden_layers': num_hidden_layers 1000000000") != std::string::npos, r.output);
   CHECK_FALSE(fs::exists(d / "imported"));
+}
+
+}  // TEST_SUITE
+
+// #38 class 2: a run directory is self-contained, for every command, from any working directory.
+TEST_SUITE("a_run_directory_is_self_contained_from_any_working_directory") {
+
+TEST_CASE("eval_and_predict_from_another_directory_use_the_runs_own_vocab_and_absolute_paths") {
+  TempDir d;
+  write_jsonl(d / "train.jsonl", tiny_rows(60, 0));
+  write_jsonl(d / "eval.jsonl", tiny_rows(15, 3));
+  write_jsonl(d / "one.jsonl", tiny_rows(1, 7));
+  // a first run learns a vocabulary; the second names it and its data relative to the directory it is started in
+  std::string cfg = tiny_config(d);
+  for (const char* f : {"train.jsonl", "eval.jsonl"}) cfg.replace(cfg.find(d / f), (d / f).size(), f);
+  write_file(d / "learn.yaml", cfg);
+  const std::string in_d = "cd " + quote(d.path.string()) + " && ";
+  const std::string bin = quote(std::string(std::getenv("HR_BUILD_ROOT")) + "/headroom");
+  Result r = shell(in_d + bin + " train --quiet learn.yaml --set train.max_steps=2 --out first");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  fs::copy_file(d / "first/vocab.txt", d / "words.txt");
+  cfg.replace(cfg.find("  vocab_size: 60"), 16, "  vocab: words.txt");
+  write_file(d / "tiny.yaml", cfg);
+  r = shell(in_d + bin + " train --quiet tiny.yaml --set train.max_steps=5 --out run");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const std::string stored = read_file(d / "run/config.yaml");
+  CHECK_MESSAGE(stored.find("vocab: " + (d / "words.txt")) != std::string::npos, stored);
+  CHECK(stored.find("eval_path: " + (d / "eval.jsonl")) != std::string::npos);
+  for (const std::string& args : {"eval --split eval --run " + quote(d / "run"),
+                                  "eval --run " + quote(d / "run") + " --data " + quote(d / "one.jsonl"),
+                                  "predict --run " + quote(d / "run") + " --text 'play some music'"}) {
+    CAPTURE(args);
+    r = shell("cd / && " + bin + " " + args);
+    CHECK_MESSAGE(r.code == 0, r.output);
+  }
+  // the run's vocab.txt, not tokenizer.vocab, is its vocabulary: a changed words.txt changes nothing
+  write_file(d / "words.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n");
+  r = shell("cd / && " + bin + " eval --split eval --run " + quote(d / "run"));
+  CHECK_MESSAGE(r.code == 0, r.output);
+}
+
+TEST_CASE("resume_without_vocab_txt_is_an_error_naming_the_file_and_relearns_nothing") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  const std::string config = read_file(run + "/config.yaml");
+  fs::remove(run + "/vocab.txt");
+  const Result r = headroom("train --quiet --resume " + quote(run) + " --set train.max_steps=35");
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find(run + "/vocab.txt is missing") != std::string::npos, r.output);
+  CHECK(r.output.find("learning a WordPiece vocabulary") == std::string::npos);
+  CHECK_FALSE(fs::exists(run + "/vocab.txt"));
+  CHECK(read_file(run + "/config.yaml") == config);
+}
+
+TEST_CASE("a_run_without_checkpoint_best_serves_predict_and_eval_from_checkpoint_last") {
+  TempDir d;
+  const std::string cfg = setup(d);
+  std::string text = read_file(cfg);
+  text.erase(text.find("  eval_path:"), text.find('\n', text.find("  eval_path:")) - text.find("  eval_path:") + 1);
+  write_file(cfg, text);  // no eval split: no evaluation, so no checkpoint-best
+  const Result t = headroom("train --quiet " + quote(cfg) + " --set train.max_steps=3 --out " + quote(d / "run"));
+  REQUIRE_MESSAGE(t.code == 0, t.output);
+  REQUIRE_FALSE(fs::exists(d / "run/checkpoint-best.safetensors"));
+  const Result p = headroom("predict --run " + quote(d / "run") + " --text 'play some music'");
+  CHECK_MESSAGE(p.code == 0, p.output);
+  CHECK(p.output.find("using checkpoint-last") != std::string::npos);
+  write_jsonl(d / "one.jsonl", tiny_rows(3, 7));
+  const Result e = headroom("eval --run " + quote(d / "run") + " --data " + quote(d / "one.jsonl"));
+  CHECK_MESSAGE(e.code == 0, e.output);
+}
+
+TEST_CASE("checkpoint_metadata_out_of_range_is_refused_on_load") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  const std::string last = run + "/checkpoint-last.safetensors";
+  const SafeTensorsFile good = read_safetensors(last);
+  for (const auto& [key, value] : {std::pair{"step", "-5"}, {"epoch", "999"}, {"best_step", "31"}}) {
+    CAPTURE(key);
+    SafeTensorsFile f = good;
+    f.metadata[key] = value;
+    write_safetensors(last, f);
+    const Result r = headroom("train --quiet --resume " + quote(run) + " --set train.max_steps=35");
+    CHECK(r.code == 1);
+    CHECK_MESSAGE(r.output.find("out of range") != std::string::npos, r.output);
+    CHECK(r.output.find(std::string(key) + " " + value) != std::string::npos);
+    CHECK(headroom("predict --run " + quote(run) + " --checkpoint last --text 'play'").code == 1);
+  }
+}
+
+TEST_CASE("a_checkpoint_records_its_model_and_labels_and_a_load_names_what_differs") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  const std::string config = read_file(run + "/config.yaml"), labels = read_file(run + "/labels.txt");
+  const std::string predict = "predict --run " + quote(run) + " --text 'play some music'";
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string c = config;
+    REQUIRE(c.find(from) != std::string::npos);
+    write_file(run + "/config.yaml", c.replace(c.find(from), from.size(), to));
+  };
+  // the same tensor shapes, another model: each refused, naming the key and both values
+  const std::pair<std::pair<std::string, std::string>, std::string> changes[] = {
+      {{"{heads: 2, head_dim: 8}", "{heads: 4, head_dim: 4}"},
+       "model.layers[0].attention.heads: 2 in the checkpoint, 4 now"},
+      {{"  pooling: mean\n", "  pooling: mean\n  norm: post\n"}, "model.norm: absent in the checkpoint, post now"},
+  };
+  for (const auto& [edit, named] : changes) {
+    CAPTURE(named);
+    edited(edit.first, edit.second);
+    const Result r = headroom(predict);
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.output.find(named) != std::string::npos, r.output);
+  }
+  write_file(run + "/config.yaml", config);
+  write_file(run + "/labels.txt", "music\nalarm\nweather\n");  // the classifier's rows in another order
+  Result r = headroom(predict);
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("labels.txt: other labels or another order") != std::string::npos, r.output);
+  write_file(run + "/labels.txt", labels);
+  // dropout does not change what the weights compute: it loads, and a resume may change it
+  edited("  dropout: 0.2", "  dropout: 0.3");
+  CHECK(headroom(predict).code == 0);
+  write_file(run + "/config.yaml", config);
+  r = headroom("train --quiet --resume " + quote(run) + " --set model.layers.0.attention.heads=4 --set "
+               "model.layers.0.attention.head_dim=4");
+  CHECK(r.code == 2);
+  CHECK(read_file(run + "/config.yaml") == config);
+  r = headroom("train --quiet --resume " + quote(run) + " --set model.dropout=0.1 --set train.max_steps=32");
+  CHECK_MESSAGE(r.code == 0, r.output);
+}
+
+}  // TEST_SUITE
+
+// #38 class 5: every message names the file, line or key, and says what to do.
+TEST_SUITE("every_message_names_the_file_line_or_key") {
+
+TEST_CASE("messages_name_the_command_file_range_or_labels_txt") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  Result r = headroom("trian " + quote(d / "tiny.yaml"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("unknown command 'trian' (did you mean 'train'?)") != std::string::npos, r.output);
+  // a vocabulary saved with a byte order mark
+  write_file(d / "bom.txt", "\xEF\xBB\xBF" + read_file(run + "/vocab.txt"));
+  r = headroom("train --quiet " + quote(d / "tiny.yaml") + " --set tokenizer.vocab=" + quote(d / "bom.txt") +
+               " --out " + quote(d / "bom"));
+  CHECK(r.code != 0);
+  CHECK_MESSAGE(r.output.find("bom.txt: starts with a UTF-8 byte order mark (BOM)") != std::string::npos, r.output);
+  // a training file whose rows are all unusable
+  write_file(d / "bad.jsonl", "{\"text\": 1}\n{\"label\": \"x\"}\n");
+  r = headroom("train --quiet " + quote(d / "tiny.yaml") + " --set data.train_path=" + quote(d / "bad.jsonl") +
+               " --out " + quote(d / "bad"));
+  CHECK(r.code != 0);
+  CHECK_MESSAGE(r.output.find("no training examples were loaded from " + (d / "bad.jsonl")) != std::string::npos,
+                r.output);
+  r = headroom("attention --run " + quote(run) + " --text 'play music' --layer 5 --head 0 --out " + quote(d / "a.png"));
+  CHECK(r.code != 0);
+  CHECK_MESSAGE(r.output.find("layers are numbered 0 to 1") != std::string::npos, r.output);
+  r = headroom("attention --run " + quote(run) + " --text 'play music' --layer 1 --head 7 --out " + quote(d / "a.png"));
+  CHECK(r.code != 0);
+  CHECK_MESSAGE(r.output.find("layer 1 has 2 heads, numbered 0 to 1") != std::string::npos, r.output);
+  // labels.txt with a label more than the classifier has rows
+  write_file(run + "/labels.txt", read_file(run + "/labels.txt") + "timer\n");
+  r = headroom("predict --run " + quote(run) + " --text 'play music'");
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("labels.txt") != std::string::npos, r.output);
 }
 
 }  // TEST_SUITE

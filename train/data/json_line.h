@@ -16,7 +16,9 @@ struct JsonLine {
   std::string problem;   // "invalid JSON (at column 7)", "... (a number out of range)", "JSON nested deeper than 100 ..."
 
   // What is wrong with a line that is not the `expected` value: the problem, if any, then what was expected.
-  std::string why_not(const std::string& expected) const { return problem.empty() ? expected : problem + "; " + expected; }
+  std::string why_not(const std::string& expected) const {
+    return problem.empty() ? expected : problem + "; " + expected;
+  }
 };
 
 // Never throws on bad input: a syntax error, a number past double's range or too deep a nesting is a `problem`.

@@ -20,7 +20,6 @@
 #include "framework/regular_file.h"
 #include "kernels/base/error.h"
 #include "models/head_pruning.h"
-#include "models/model_size.h"
 #include "train/run/data_parallel.h"
 #include "train/tasks/task_registry.h"
 
@@ -171,7 +170,7 @@ void TrainLoop::open_run(const TrainArgs& args) {
       throw UsageError(dir_ + "/vocab.txt is missing: the checkpoint's token ids are rows of that vocabulary, which "
                        "cannot be rebuilt; restore it from a copy of the run");
     regular_file_or_absent(dir_ + "/metrics.jsonl");  // appended to and rewritten: a link to a device is refused
-    rc_ = load_run_config(dir_ + "/config.yaml", args.overrides);
+    rc_ = load_run_config(dir_ + "/config.yaml", args.overrides, /*check_files=*/true, /*run_vocab=*/true);
   } else {
     rc_ = load_run_config(args.config_path, args.overrides);
     dir_ = args.out_dir.empty() ? "runs/" + rc_.name + "-" + timestamp() : args.out_dir;
@@ -215,12 +214,6 @@ void TrainLoop::build_model() {
   dims.vocab_size = tok_->vocab().size();
   model_ = hr::build_model(rc_.root.child("model"), dims);
   rc_.root.check_all_read();
-  // the shortest row is [CLS] x [SEP]: a bound every batch of train.batch_size rows needs at least
-  if (const std::string p = training_memory_problem(static_cast<double>(model_->num_parameters()),
-                                                    static_cast<int64_t>(model_->num_layers()), model_->d_model(),
-                                                    t.batch_size, 3);
-      !p.empty())
-    rc_.root.child("train").fail("batch_size", p);
   task_->encode(*tok_, model_->max_len());
   model_->to(t.device);
   model_->set_precision(t.precision);
@@ -262,7 +255,8 @@ void TrainLoop::load_resume_state() {
   st_.rng_seed = static_cast<uint64_t>(rc_.train.seed);
   if (!resume_) return;
   HR_CHECK(fs::exists(last_ckpt_), "cannot resume: no " + last_ckpt_);
-  st_ = load_checkpoint(last_ckpt_, *model_, optimizer_.get());
+  record_ = model_record(rc_.root.child("model"), dir_);
+  st_ = load_checkpoint(last_ckpt_, *model_, optimizer_.get(), &record_);
   if (!st_.note.empty() && lead_) std::cerr << "note: " << st_.note << "\n";
   global_generator() = Generator{st_.rng_seed, st_.rng_offset};
 }
@@ -272,10 +266,11 @@ void TrainLoop::write_run_dir() {
   if (!lead_) return;
   // the resolved config, --set overrides of a resume included, so that the next resume keeps them; writing it also
   // finds a read-only run directory before any step is spent
-  write_file_atomically(dir_ + "/config.yaml", [&](std::ostream& f) { f << rc_.root.dump() << "\n"; });
+  write_file_atomically(dir_ + "/config.yaml", [&](std::ostream& f) { f << stored_config_text(rc_.root); });
   if (!resume_) {
     tok_->vocab().save(dir_ + "/vocab.txt");
     task_->save(dir_);
+    record_ = model_record(rc_.root.child("model"), dir_);
   }
   remove_stale_temp_files(dir_);
   if (resume_) {
@@ -297,7 +292,7 @@ void TrainLoop::save(const std::string& path) {
   if (!lead_) return;
   st_.rng_seed = global_generator().seed;
   st_.rng_offset = global_generator().offset;
-  save_checkpoint(path, *model_, optimizer_.get(), st_);
+  save_checkpoint(path, *model_, optimizer_.get(), st_, &record_);
 }
 
 // Evaluation runs on rank 0 alone; the other ranks wait for it in their next collective.

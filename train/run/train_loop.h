@@ -67,6 +67,7 @@ class TrainLoop {
   LrSchedule sched_;
   int64_t total_steps_ = 0;
   TrainState st_;
+  ModelRecord record_;  // what every checkpoint records of the model (a new run's once labels.txt is written)
   std::ofstream metrics_;
   std::unique_ptr<Progress> progress_;
   // the window of steps since the last logged one

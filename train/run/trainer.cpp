@@ -23,12 +23,24 @@ std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerOptions& t, const Task&
   return std::make_unique<Tokenizer>(learn_wordpiece_vocab(texts, static_cast<int>(t.vocab_size), basic), basic);
 }
 
+std::string checkpoint_path(const std::string& dir, const std::string& which) {
+  const std::string path = dir + "/checkpoint-" + which + ".safetensors", last = dir + "/checkpoint-last.safetensors";
+  if (fs::exists(path)) return path;
+  if (which == "best" && fs::exists(last)) {
+    std::cerr << "note: " << dir << " has no checkpoint-best (it stopped before its first evaluation): using "
+              << "checkpoint-last\n";
+    return last;
+  }
+  throw UsageError("no checkpoint " + path + (which == "last" ? "" : " nor checkpoint-last") +
+                   ": the run has not saved one yet (train --resume " + dir + " continues it)");
+}
+
 LoadedRun load_run(const std::string& dir, const std::string& which, bool load_data,
                    const std::vector<std::string>& overrides) {
   LoadedRun r;
   r.dir = dir;
   HR_CHECK(fs::exists(dir + "/config.yaml"), dir + " is not a headroom run directory (no config.yaml)");
-  r.config = load_run_config(dir + "/config.yaml", overrides, /*check_files=*/load_data);
+  r.config = load_run_config(dir + "/config.yaml", overrides, /*check_files=*/load_data, /*run_vocab=*/true);
   // the run's own vocabulary, never one learned again from whatever the data file holds now
   HR_CHECK(fs::exists(dir + "/vocab.txt"), dir + "/vocab.txt is missing: the run's vocabulary cannot be rebuilt");
   r.task = make_task(r.config.root, TaskContext{r.config.data, dir, load_data, ""});
@@ -39,9 +51,9 @@ LoadedRun load_run(const std::string& dir, const std::string& which, bool load_d
   r.task->encode(*r.tokenizer, r.model->max_len());
   r.config.root.check_all_read();
   if (!which.empty()) {
-    const std::string ckpt = dir + "/checkpoint-" + which + ".safetensors";
-    HR_CHECK(fs::exists(ckpt), "no checkpoint " + ckpt);
-    if (const std::string note = load_checkpoint(ckpt, *r.model, nullptr).note; !note.empty())
+    const std::string ckpt = checkpoint_path(dir, which);
+    const ModelRecord record = model_record(r.config.root.child("model"), dir);
+    if (const std::string note = load_checkpoint(ckpt, *r.model, nullptr, &record).note; !note.empty())
       std::cerr << "note: " << note << "\n";
   }
   r.model->to(r.config.train.device);

@@ -119,7 +119,9 @@ ClassificationTask::ClassificationTask(const DataOptions& data, std::optional<La
   const ClassificationOptions& o = options();
   if (o.has_split("train")) {
     train_.examples = load("train", labels);
-    HR_CHECK(!train_.examples.empty(), "no training examples were loaded");
+    const std::string file = o.format == "clinc150" ? o.path + " (split " + o.train_split + ")" : o.files.path("train");
+    HR_CHECK(!train_.examples.empty(), "no training examples were loaded from " + file + ": every row was skipped "
+                                       "(the messages above say why) or the file is empty");
   }
   HR_CHECK(labels || !train_.examples.empty(), "classification: without data.train_path, the labels must come from the "
                                                "run's labels.txt");

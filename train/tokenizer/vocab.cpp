@@ -35,6 +35,9 @@ Vocab::Vocab(std::vector<std::string> tokens, const std::string& origin) : token
 
 Vocab Vocab::load(const std::string& path) {
   const std::string text = read_regular_file(path, kMaxVocabBytes, "vocabulary");
+  // taken as part of the first token, it would rename it ("\xEF\xBB\xBF[PAD]"): say so rather than "no [PAD]"
+  if (text.starts_with("\xEF\xBB\xBF"))
+    throw Error(path + ": starts with a UTF-8 byte order mark (BOM); save the vocabulary as UTF-8 without one");
 
   std::vector<std::string> tokens;
   for (size_t start = 0; start < text.size();) {

@@ -89,7 +89,13 @@ int attention_command(const AttentionArgs& args) {
   if (single) {
     HR_CHECK(args.layer >= 0 && args.head >= 0, "attention: give both --layer and --head");
     HR_CHECK(args.layer < static_cast<int>(model.num_layers()) && attn[static_cast<size_t>(args.layer)],
-             "attention: layer " + std::to_string(args.layer) + " is not an attention layer of this model");
+             "attention: --layer " + std::to_string(args.layer) + " is not an attention layer of this model (its " +
+                 std::to_string(model.num_layers()) + " layers are numbered 0 to " +
+                 std::to_string(model.num_layers() - 1) + ")");
+    const int64_t heads = attn[static_cast<size_t>(args.layer)]->num_heads();
+    HR_CHECK(args.head < heads, "attention: --head " + std::to_string(args.head) + ": layer " +
+                                    std::to_string(args.layer) + " has " + std::to_string(heads) +
+                                    " heads, numbered 0 to " + std::to_string(heads - 1));
   }
   for (size_t i = 0; i < attn.size(); ++i) {
     if (!attn[i]) continue;

@@ -544,7 +544,7 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
 
   YAML::Node root;
   root["model"] = plan.model;
-  root["tokenizer"]["vocab"] = (fs::path(a.out_dir) / "vocab.txt").string();
+  root["tokenizer"]["vocab"] = fs::absolute(fs::path(a.out_dir) / "vocab.txt").lexically_normal().string();
   root["tokenizer"]["lower_case"] = tok.lower_case;
   if (tok.strip_accents) root["tokenizer"]["strip_accents"] = *tok.strip_accents;
   root["data"]["task"] = plan.classifier ? "classification" : plan.task == "span_qa" ? "squad" : "mlm";
