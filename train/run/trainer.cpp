@@ -28,6 +28,7 @@
 #include "train/run/data_parallel.h"
 #include "train/run/gradient_reducer.h"
 #include "train/run/run_lock.h"
+#include "train/run/run_session.h"
 #include "train/run/training_step.h"
 #include "train/tasks/task_registry.h"
 #include "train/tokenizer/wordpiece_trainer.h"
@@ -134,16 +135,20 @@ void remove_stale_temp_files(const std::string& dir) {
 }
 
 // A resumed run continues from its last checkpoint: rows that a killed run logged after it would appear twice.
-void drop_metrics_after(const std::string& path, int64_t step) {
+// Returns the tokens seen by the last kept row that counted them, where the resumed run's count goes on.
+int64_t drop_metrics_after(const std::string& path, int64_t step) {
   std::ifstream in(path);
-  if (!in) return;
+  if (!in) return 0;
   std::string kept;
+  int64_t tokens = 0;
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_object() && j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() > step) continue;
+    if (j.is_object() && j.contains("tokens") && j["tokens"].is_number_integer()) tokens = j["tokens"].get<int64_t>();
     kept += line + "\n";
   }
   write_file_atomically(path, [&](std::ostream& f) { f << kept; });
+  return tokens;
 }
 
 class Progress {
@@ -310,11 +315,12 @@ int train_command(const TrainArgs& args) {
   const std::string last_ckpt = dir + "/checkpoint-last.safetensors", best_ckpt = dir + "/checkpoint-best.safetensors";
   TrainState st;
   st.rng_seed = static_cast<uint64_t>(t.seed);
+  int64_t tokens_seen = 0;  // by the steps logged so far, padding excluded
   if (resume) {
     HR_CHECK(fs::exists(last_ckpt), "cannot resume: no " + last_ckpt);
     st = load_checkpoint(last_ckpt, *model, optimizer.get());
     if (!st.note.empty() && lead) std::cerr << "note: " << st.note << "\n";
-    if (lead) drop_metrics_after(dir + "/metrics.jsonl", st.step);
+    if (lead) tokens_seen = drop_metrics_after(dir + "/metrics.jsonl", st.step);
     global_generator() = Generator{st.rng_seed, st.rng_offset};
     if (lead) std::cout << "resuming " << dir << " at step " << st.step << "\n";
   }
@@ -332,6 +338,7 @@ int train_command(const TrainArgs& args) {
     metrics.flush();
     HR_CHECK(metrics.good(), "cannot write " + metrics_path + " (disk full?)");
   };
+  log_json({{"step", st.step}, {"session", run_session(t, comm->size(), resume)}});
   if (lead)
     std::cout << "run directory: " << dir << "\n"
               << "model: " << model->num_parameters() << " parameters, " << model->num_layers() << " layers; "
@@ -345,11 +352,16 @@ int train_command(const TrainArgs& args) {
     st.rng_offset = global_generator().offset;
     save_checkpoint(path, *model, optimizer.get(), st);
   };
+  const auto start = Clock::now();
+  auto elapsed_s = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   // evaluation runs on rank 0 alone; the other ranks wait for it in their next collective
   auto run_eval = [&]() {
     if (!lead || !task->has_split("eval")) return;
+    const auto eval_start = Clock::now();
     EvalResult r = task->evaluate(*model, "eval", t.device, t.batch_size * 2);
-    nlohmann::json j = {{"step", st.step}, {"eval", r.metrics}};
+    nlohmann::json j = {{"step", st.step}, {"eval", r.metrics},
+                        {"eval_s", std::chrono::duration<double>(Clock::now() - eval_start).count()},
+                        {"elapsed_s", elapsed_s()}};
     if (!r.scorer.empty()) j["metric"] = r.scorer;
     if (nlohmann::json g = gate_report(*model); !g.is_null()) j["gates"] = g;
     log_json(j);
@@ -374,10 +386,9 @@ int train_command(const TrainArgs& args) {
   } restore_signals;
 
   model->train();
-  const auto start = Clock::now();
   auto window_start = Clock::now();
   int64_t window_tokens = 0, bad_steps = 0;
-  double window_loss = 0;
+  double window_loss = 0, window_grad_norm = 0, window_grad_max = 0;  // grad norms before clipping
   int64_t window_steps = 0;
   while (st.step < total_steps) {
     task->start_epoch(st.epoch, static_cast<uint64_t>(t.seed));
@@ -440,24 +451,31 @@ int train_command(const TrainArgs& args) {
       }
       bad_steps = 0;
       window_loss += r.loss;
+      window_grad_norm += r.grad_norm;
+      window_grad_max = std::max(window_grad_max, static_cast<double>(r.grad_norm));
       ++window_steps;
       const bool log_now = st.step % t.log_every == 0 || st.step == total_steps;
       const double secs = std::chrono::duration<double>(Clock::now() - window_start).count();
-      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      const double elapsed = elapsed_s();
       const double tps = secs > 0 ? static_cast<double>(window_tokens) / secs : 0;
       const double eta = elapsed / static_cast<double>(st.step) * static_cast<double>(total_steps - st.step);
       progress.update(st.step, static_cast<float>(window_loss / static_cast<double>(window_steps)), lr, tps, eta, log_now);
       if (log_now) {
-        log_json({{"step", st.step}, {"epoch", st.epoch}, {"loss", window_loss / static_cast<double>(window_steps)},
-                  {"lr", lr}, {"tokens_per_s", tps}, {"step_ms", 1e3 * secs / static_cast<double>(window_steps)}});
+        tokens_seen += window_tokens;
+        const double n = static_cast<double>(window_steps);
+        log_json({{"step", st.step}, {"epoch", st.epoch}, {"loss", window_loss / n}, {"lr", lr},
+                  {"tokens_per_s", tps}, {"step_ms", 1e3 * secs / n}, {"tokens", tokens_seen},
+                  {"grad_norm", window_grad_norm / n}, {"grad_norm_max", window_grad_max}, {"elapsed_s", elapsed}});
         window_start = Clock::now();
         window_tokens = 0;
-        window_loss = 0;
+        window_loss = window_grad_norm = window_grad_max = 0;
         window_steps = 0;
       }
       if (t.eval_every > 0 && st.step % t.eval_every == 0) {
+        const auto paused = Clock::now();  // tokens/s and step_ms count training alone
         run_eval();
         save_to(last_ckpt);
+        window_start += Clock::now() - paused;
       }
     }
     if (st.batch_in_epoch >= std::max<int64_t>(1, steps_this_epoch)) {
@@ -465,8 +483,10 @@ int train_command(const TrainArgs& args) {
       st.batch_in_epoch = 0;
       // during a streak of non-finite steps the weights are suspect: keep the last good checkpoint
       if (bad_steps == 0) {
+        const auto paused = Clock::now();
         if (t.eval_every == 0) run_eval();
         save_to(last_ckpt);
+        window_start += Clock::now() - paused;
       }
     }
   }
@@ -479,12 +499,13 @@ int train_command(const TrainArgs& args) {
   if (task->has_split("test")) {
     if (fs::exists(best_ckpt)) load_checkpoint(best_ckpt, *model, nullptr);
     EvalResult r = task->evaluate(*model, "test", t.device, t.batch_size * 2);
-    log_json({{"step", st.step}, {"test", r.metrics}, {"checkpoint", fs::exists(best_ckpt) ? "best" : "last"}});
+    log_json({{"step", st.step}, {"test", r.metrics}, {"checkpoint", fs::exists(best_ckpt) ? "best" : "last"},
+              {"elapsed_s", elapsed_s()}});
     std::string line = "test (" + std::string(fs::exists(best_ckpt) ? "best" : "last") + " checkpoint):";
     for (const auto& [k, v] : r.metrics) line += " " + k + " " + std::to_string(v);
     progress.message(line);
   }
-  const double total_s = std::chrono::duration<double>(Clock::now() - start).count();
+  const double total_s = elapsed_s();
   progress.message("done in " + std::to_string(static_cast<int>(total_s)) + " s; run directory " + dir);
   comm->barrier();  // the other ranks wait (asleep) for rank 0's last evaluation and save
   return 0;
