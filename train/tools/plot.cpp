@@ -304,6 +304,11 @@ LinePlotFrame line_plot_frame(const LinePlot& plot) {
       y_hi = std::max(y_hi, axis_y(plot, s.y[i] + err));
     }
   }
+  if (plot.pad_y && !plot.log10_y && y_hi >= y_lo) {
+    const double pad = 0.04 * std::max(y_hi - y_lo, 1e-12 * std::max(1.0, std::fabs(y_hi)));
+    y_lo = y_lo >= 0 ? std::max(0.0, y_lo - pad) : y_lo - pad;
+    y_hi = y_hi <= 0 ? std::min(0.0, y_hi + pad) : y_hi + pad;
+  }
   LinePlotFrame frame;
   frame.left = 84;
   frame.top = 56;
@@ -311,8 +316,8 @@ LinePlotFrame line_plot_frame(const LinePlot& plot) {
   frame.bottom = plot.height - 64;
   frame.log2_x = plot.log2_x;
   frame.log10_y = plot.log10_y;
-  // about one x tick per 110 pixels, so that tick labels of six digits do not run into each other
-  const int x_ticks = std::clamp(static_cast<int>((frame.right - frame.left) / 110), 2, 6);
+  // about one x tick per 90 pixels, so that tick labels of six digits do not run into each other
+  const int x_ticks = std::clamp(static_cast<int>((frame.right - frame.left) / 90), 2, 6);
   if (plot.log2_x) {
     // One tick per power of two, with half a step of room at both ends so markers are not cut by the frame.
     for (double e = std::floor(x_lo + 1e-9); e <= std::ceil(x_hi - 1e-9) + 1e-9; ++e) frame.x_ticks.push_back(e);
@@ -415,7 +420,6 @@ void draw_axes(cairo_t* cr, const LinePlot& plot, const LinePlotFrame& f) {
 
 void draw_series(cairo_t* cr, const PlotSeries& s, int index, const LinePlotFrame& f) {
   const Rgb color = series_color(s, static_cast<size_t>(index));
-  const int shape = s.color >= 0 ? s.color : index;
   cairo_set_source_rgba(cr, color.r, color.g, color.b, s.opacity);
   cairo_set_line_width(cr, s.line_width);
   cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
@@ -443,9 +447,15 @@ void draw_series(cairo_t* cr, const PlotSeries& s, int index, const LinePlotFram
     cairo_line_to(cr, x + 5, f.py(s.y[i] + e));
   }
   cairo_stroke(cr);
-  if (s.markers)
-    for (size_t i = 0; i < s.x.size(); ++i)
-      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i])) draw_marker(cr, shape, f.px(s.x[i]), f.py(s.y[i]));
+}
+
+void draw_markers(cairo_t* cr, const PlotSeries& s, int index, const LinePlotFrame& f) {
+  if (!s.markers) return;
+  const Rgb color = series_color(s, static_cast<size_t>(index));
+  cairo_set_source_rgba(cr, color.r, color.g, color.b, s.opacity);
+  for (size_t i = 0; i < s.x.size(); ++i)
+    if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]))
+      draw_marker(cr, s.color >= 0 ? s.color : index, f.px(s.x[i]), f.py(s.y[i]));
 }
 
 void draw_legend(cairo_t* cr, const LinePlot& plot, const LinePlotFrame& f) {
@@ -477,6 +487,8 @@ void draw_line_plot(Canvas& canvas, const LinePlot& plot) {
   cairo_clip(cr);
   for (size_t i = 0; i < plot.series.size(); ++i) draw_series(cr, plot.series[i], static_cast<int>(i), frame);
   cairo_restore(cr);
+  // markers unclipped: a point on the frame (the last step, a maximum on a tick) shows whole
+  for (size_t i = 0; i < plot.series.size(); ++i) draw_markers(cr, plot.series[i], static_cast<int>(i), frame);
   draw_legend(cr, plot, frame);
 }
 

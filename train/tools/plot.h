@@ -43,6 +43,8 @@ struct LinePlot {
   bool log10_y = false;  // y axis in powers of ten (perplexity); y values must then be > 0
   int width = kLinePlotWidth, height = kLinePlotHeight;
   int legend_width = kLinePlotLegendWidth;  // the band right of the plot that holds the legend; 0: no legend
+  bool pad_y = false;  // room of 4% of the data's range above and below it (not across 0), so that no line runs
+                       // along the frame (a constant learning rate on a tick)
 };
 
 // Where a line plot's data lands: the plot area in pixels, the axis ranges (in log2(x) when log2_x, log10(y) when
