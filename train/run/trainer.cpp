@@ -362,6 +362,7 @@ int train_command(const TrainArgs& args) {
     nlohmann::json j = {{"step", st.step}, {"eval", r.metrics},
                         {"eval_s", std::chrono::duration<double>(Clock::now() - eval_start).count()},
                         {"elapsed_s", elapsed_s()}};
+    j["primary"] = r.primary;  // the metric that picks the best checkpoint
     if (!r.scorer.empty()) j["metric"] = r.scorer;
     if (nlohmann::json g = gate_report(*model); !g.is_null()) j["gates"] = g;
     log_json(j);
