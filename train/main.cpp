@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
                               add_info_command(app),      add_bench_command(app),     add_sweep_command(app),
                               add_allocate_command(app),  add_attention_command(app), add_prune_command(app),
                               add_heads_command(app),     add_import_hf_command(app), add_export_hf_command(app),
-                              add_embed_command(app),     add_tokenize_command(app),  add_curves_command(app)};
+                              add_embed_command(app),     add_tokenize_command(app),  add_curves_command(app),
+                              add_report_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
