@@ -213,7 +213,8 @@ TEST_CASE("report comparing a plain and a gated run: overlaid curves, config dif
   REQUIRE(sections.size() >= 3);
   CHECK(std::vector<std::string>(sections.begin(), sections.begin() + 3) ==
         std::vector<std::string>{"comparison", "config-diff", "results"});
-  for (const char* s : {"summary", "curves", "errors", "attention", "config"}) CHECK_MESSAGE(count_of(sections, s) == 2, s);
+  for (const char* s : {"summary", "curves", "errors", "attention", "config"})
+    CHECK_MESSAGE(count_of(sections, s) == 2, s);
   CHECK(count_of(sections, "gates") == 1);
   check_images_and_references(html, 2 * 9 + 6 + 3);
   // only the keys that differ, each run's value in its column

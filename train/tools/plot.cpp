@@ -788,7 +788,8 @@ TimeHeatmapLayout time_layout(const TimeHeatmap& m) {
 // The pixel column where x lands: the columns' edges are the midpoints between their x values.
 double time_column_edge(const TimeHeatmap& m, const TimeHeatmapLayout& l, size_t edge) {
   const size_t n = m.x.size();
-  const double half_first = n > 1 ? (m.x[1] - m.x[0]) / 2 : 0.5, half_last = n > 1 ? (m.x[n - 1] - m.x[n - 2]) / 2 : 0.5;
+  const double half_first = n > 1 ? (m.x[1] - m.x[0]) / 2 : 0.5;
+  const double half_last = n > 1 ? (m.x[n - 1] - m.x[n - 2]) / 2 : 0.5;
   const double lo = m.x.front() - half_first, hi = m.x.back() + half_last;
   const double at = edge == 0 ? lo : edge == n ? hi : (m.x[edge - 1] + m.x[edge]) / 2;
   return l.left + (at - lo) / (hi - lo) * (l.right - l.left);

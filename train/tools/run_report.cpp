@@ -40,7 +40,7 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
-// Four significant digits, or from 1000 on a whole number with thousands separated by thin spaces.
+// Four significant digits, or from 1000 on a whole number with thousands separated by narrow no-break spaces.
 std::string number(double v) {
   if (!std::isfinite(v)) return "–";
   char buf[64];
@@ -48,7 +48,7 @@ std::string number(double v) {
     std::string digits = std::to_string(static_cast<long long>(std::llround(std::fabs(v))));
     std::string out;
     for (size_t i = 0; i < digits.size(); ++i) {
-      if (i > 0 && (digits.size() - i) % 3 == 0) out += "\u2009";
+      if (i > 0 && (digits.size() - i) % 3 == 0) out += "\u202f";
       out += digits[i];
     }
     return (v < 0 ? "-" : "") + out;
@@ -193,8 +193,8 @@ struct Figure {
 };
 
 std::string figure_html(const Figure& f) {
-  return "<figure>" + inline_png(f.png, f.alt) + (f.caption.empty() ? "" : "<figcaption>" + f.caption + "</figcaption>") +
-         "</figure>\n";
+  const std::string caption = f.caption.empty() ? "" : "<figcaption>" + f.caption + "</figcaption>";
+  return "<figure>" + inline_png(f.png, f.alt) + caption + "</figure>\n";
 }
 
 std::string figures_html(const std::vector<Figure>& figures) {
@@ -331,7 +331,7 @@ std::vector<Figure> run_curves(const RunView& v) {
     if (window > 1) raw.opacity = 0.3, raw.line_width = 1.2;
     p.series.push_back(raw);
     if (window > 1) {
-      PlotSeries s{"smoothed (" + std::to_string(window) + " points)", steps, smooth(loss, window), {}};
+      PlotSeries s{"smoothed", steps, smooth(loss, window), {}};
       s.markers = false;
       s.color = 0;
       p.series.push_back(s);
@@ -403,7 +403,8 @@ std::vector<Figure> run_curves(const RunView& v) {
     add_figure(out, p, "Steps skipped for a non-finite loss or gradient (no weight changed), counted as they came.");
   }
   // against tokens: the loss and the primary metric
-  const bool tokens = std::any_of(m.train.begin(), m.train.end(), [](const TrainRow& r) { return std::isfinite(r.tokens); });
+  const bool tokens =
+      std::any_of(m.train.begin(), m.train.end(), [](const TrainRow& r) { return std::isfinite(r.tokens); });
   if (tokens) {
     LinePlot p = small_plot("training loss against tokens", kTokenAxis, "loss (nats)", false);
     PlotSeries s{"loss", train_values(m, [](const TrainRow& r) { return r.tokens / 1e6; }),
@@ -608,8 +609,10 @@ std::string gates_section(const RunView& v) {
     const EncoderModel& model = *v.run->model;
     const PrunePlan plan = plan_pruning(model, PruneOptions{}, nullptr);
     int64_t kept = 0, all = 0;
-    for (size_t l = 0; l < plan.keep.size(); ++l) kept += static_cast<int64_t>(plan.keep[l].size()), all += plan.heads[l];
-    const ValueHeatmap final_heads = heads_heatmap(gate_open_probabilities(model), plan, "P(gate open); struck: pruned");
+    for (size_t l = 0; l < plan.keep.size(); ++l)
+      kept += static_cast<int64_t>(plan.keep[l].size()), all += plan.heads[l];
+    const ValueHeatmap final_heads =
+        heads_heatmap(gate_open_probabilities(model), plan, "P(gate open); struck: pruned");
     body += "<h3>kept heads at checkpoint-" + v.checkpoint + "</h3>\n" +
             figure_html({value_heatmap_png(final_heads), "kept heads",
                          "The gates keep " + std::to_string(kept) + " of " + std::to_string(all) +
@@ -666,7 +669,8 @@ std::string attention_section(RunView& v, const ReportArgs& a) {
     grid.max_side = kAttentionMaxSide;
     body = figure_html({heatmap_grid_png(grid), "attention maps",
                         "Every layer (rows) and head (columns) of checkpoint-" + v.checkpoint + " on: <q>" +
-                            html_escape(shown) + "</q>" + (a.texts.empty() ? " (the " + a.split + " split's first row)" : "") +
+                            html_escape(shown) + "</q>" +
+                            (a.texts.empty() ? " (the " + a.split + " split's first row)" : "") +
                             ". Grey panels are heads whose gate is closed or that were pruned."});
   } catch (const UsageError&) {
     throw;
@@ -824,7 +828,8 @@ std::vector<Figure> comparison_curves(const std::vector<RunView>& views) {
   }
   overlay("learning rate", kStepAxis, "learning rate",
           [](const RunView& v) {
-            return PlotSeries{"", steps_of_train(v.metrics), train_values(v.metrics, [](const TrainRow& r) { return r.lr; }), {}};
+            return PlotSeries{"", steps_of_train(v.metrics),
+                              train_values(v.metrics, [](const TrainRow& r) { return r.lr; }), {}};
           },
           "The learning-rate schedules.");
   overlay("training speed", kStepAxis, "tokens per second",
@@ -902,8 +907,10 @@ std::string report_path(const ReportArgs& args) {
   return args.runs.size() == 1 ? args.runs[0] + "/report.html" : "report.html";
 }
 
-std::string render_report(const ReportArgs& args) {
-  if (args.runs.empty()) throw UsageError("report: give at least one run directory");
+std::string render_report(const ReportArgs& given) {
+  if (given.runs.empty()) throw UsageError("report: give at least one run directory");
+  ReportArgs args = given;
+  if (args.runs.size() > 1 && !args.per_run_sections) args.evaluate = false;  // nothing would show the breakdown
   std::vector<RunView> views;
   for (size_t i = 0; i < args.runs.size(); ++i) {
     if (!args.quiet) std::cerr << "report: reading " << args.runs[i] << "\n";
@@ -947,6 +954,35 @@ std::string render_report(const ReportArgs& args) {
          html_escape(title) + "</h1>\n<p>" + html_escape(runs_line) + " &middot; written " + now_text() +
          " by <code>headroom report</code></p>\n<nav>" + nav + "</nav>\n</header>\n<main>\n" + main +
          "</main>\n<script>" + kImageCheck + "</script>\n</body>\n</html>\n";
+}
+
+void write_run_reports(const std::string& tool, const std::string& dir, const std::vector<std::string>& runs) {
+  std::vector<std::string> links;
+  for (const std::string& run : runs) {
+    const std::string page = run + "/report.html";
+    if (!fs::exists(page) || fs::last_write_time(page) < fs::last_write_time(run + "/metrics.jsonl")) {
+      std::cout << tool << ": writing " << page << "\n" << std::flush;
+      ReportArgs one;
+      one.runs = {run};
+      one.quiet = true;
+      report_command(one);
+    }
+    links.push_back(fs::relative(page, dir).generic_string());
+  }
+  ReportArgs all;
+  all.runs = runs;
+  all.out = dir + "/report.html";
+  all.per_run_sections = false;
+  all.links = links;
+  all.quiet = true;
+  report_command(all);
+  std::cout << tool << ": wrote " << all.out << " (the runs compared; each run's own page is RUN/report.html)\n";
+}
+
+std::string report_link(const std::string& dir, const std::string& run, const std::string& label) {
+  const std::string page = run + "/report.html";
+  if (!fs::exists(page)) return "";
+  return "[" + label + "](" + fs::relative(page, dir).generic_string() + ")";
 }
 
 int report_command(const ReportArgs& args) {

@@ -39,4 +39,12 @@ int report_command(const ReportArgs& args);
 // The default output path of args (see ReportArgs::out).
 std::string report_path(const ReportArgs& args);
 
+// The pages of a comparison tool's runs (sweep, allocate): RUN/report.html for each run that has none or an older one
+// than its metrics.jsonl, then DIR/report.html comparing them all (curves, config differences, results), its table
+// linking each run's page. `tool` prefixes the progress lines.
+void write_run_reports(const std::string& tool, const std::string& dir, const std::vector<std::string>& runs);
+
+// A markdown link to RUN/report.html relative to DIR ("[label](heads4-seed0/report.html)"), or "" when it is missing.
+std::string report_link(const std::string& dir, const std::string& run, const std::string& label);
+
 }  // namespace hr
