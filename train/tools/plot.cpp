@@ -143,8 +143,14 @@ void draw_text(cairo_t* cr, double x, double y, const std::string& s, const Text
   cairo_restore(cr);
 }
 
-// A tick label with as many decimals as the step between ticks needs.
+// A tick label with as many decimals as the step between ticks needs; ticks 10^4 or more apart in thousands (20k)
+// or millions (1.5M), so that the labels of a step or token axis fit beside the axis.
 std::string tick_label(double v, double step) {
+  if (step >= 1e4 - 1e-9) {
+    const double unit = step >= 1e5 - 1e-9 ? 1e6 : 1e3;
+    if (v == 0) return "0";
+    return tick_label(v / unit, step / unit) + (unit == 1e6 ? "M" : "k");
+  }
   int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
   if (std::fabs(step / std::pow(10.0, -decimals) - std::round(step / std::pow(10.0, -decimals))) > 1e-6) ++decimals;
   char buf[64];
