@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 
+#include "tests/mlm_run.h"
 #include "tests/report_page.h"
 #include "tests/tiny_run.h"
 #include "train/tasks/classification_breakdown.h"
@@ -258,6 +259,25 @@ TEST_CASE("report of a QA run: exact match and F1 by answer length and question 
   check_images_and_references(html, 8);
   for (const char* s : {"by answer length", "by question type", "<td>how many</td>", "<td>why</td>", "exact_match"})
     CHECK_MESSAGE(html.find(s) != std::string::npos, s);
+}
+
+TEST_CASE("report of a pretraining run: perplexity and masked accuracy, the attention example given by --text") {
+  TempDir d;
+  const std::string run = train_run(mlm_setup(d), d / "run");
+  const std::string plain = report(quote(run), d / "plain.html");
+  CHECK(plain.find("this task (mlm) has no error breakdown") != std::string::npos);
+  CHECK(plain.find("No example text") != std::string::npos);
+  const std::string html = report(quote(run) + " --text 'the river flows into the sea'", d / "mlm.html");
+  CHECK(page_sections(html) == std::vector<std::string>{"summary", "curves", "errors", "attention", "config"});
+  check_images_and_references(html, 8);
+  std::vector<std::string> alts;
+  for (const PageImage& img : page_images(html)) alts.push_back(img.alt);
+  for (const char* alt : {"eval perplexity", "eval masked_accuracy", "eval mlm_loss", "attention maps"})
+    CHECK_MESSAGE(count_of(alts, alt) == 1, alt);
+  CHECK(count_of(alts, "eval masked_tokens") == 0);  // the eval set's size, the same at every evaluation
+  CHECK(html.find("masked_accuracy (primary)") != std::string::npos);
+  CHECK(html.find("&#39;the river flows into the sea&#39;") == std::string::npos);
+  CHECK(html.find("the river flows into the sea") != std::string::npos);
 }
 
 TEST_CASE("report: a RUN that is not a run directory, or a bad metrics line, exits 2 naming the file") {

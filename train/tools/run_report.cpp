@@ -118,8 +118,7 @@ void load_model(RunView& v, const ReportArgs& a) {
   // as configured, then on the CPU (a GPU run read where there is none); with the data, then without it
   const bool on_cpu = !v.rc || v.rc->train.device == Device::CPU;
   std::vector<std::pair<bool, std::vector<std::string>>> tries;
-  for (const bool data : {a.evaluate, false}) {
-    if (data != a.evaluate && !a.evaluate) continue;
+  for (const bool data : a.evaluate ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
     tries.push_back({data, {}});
     if (!on_cpu) tries.push_back({data, {"train.device=cpu", "train.precision=f32"}});
   }
@@ -177,11 +176,15 @@ RunView load_view(const std::string& dir, const ReportArgs& a, size_t index) {
 
 // Basenames, or the last two path components where two runs share a basename.
 void label_runs(std::vector<RunView>& views) {
+  auto path_of = [](const RunView& v) {  // "runs/x/" as "runs/x"
+    fs::path p = fs::path(v.dir).lexically_normal();
+    return p.filename().empty() ? p.parent_path() : p;
+  };
   std::map<std::string, int> seen;
-  for (const RunView& v : views) ++seen[fs::path(v.dir).lexically_normal().filename().string()];
+  for (const RunView& v : views) ++seen[path_of(v).filename().string()];
   for (RunView& v : views) {
-    const fs::path p = fs::path(v.dir).lexically_normal();
-    const std::string base = p.filename().empty() ? p.parent_path().filename().string() : p.filename().string();
+    const fs::path p = path_of(v);
+    const std::string base = p.filename().string();
     v.label = seen[base] > 1 ? (p.parent_path().filename() / base).string() : base;
   }
 }
@@ -189,11 +192,11 @@ void label_runs(std::vector<RunView>& views) {
 // ---- figures
 
 struct Figure {
-  std::string png, alt, caption;
+  std::string png, alt, caption;  // caption: plain text (escaped here)
 };
 
 std::string figure_html(const Figure& f) {
-  const std::string caption = f.caption.empty() ? "" : "<figcaption>" + f.caption + "</figcaption>";
+  const std::string caption = f.caption.empty() ? "" : "<figcaption>" + html_escape(f.caption) + "</figcaption>";
   return "<figure>" + inline_png(f.png, f.alt) + caption + "</figure>\n";
 }
 
@@ -250,21 +253,28 @@ int smoothing_window(size_t points) {
 const char* kStepAxis = "optimizer step";
 const char* kTokenAxis = "tokens seen (millions)";
 
-// The y-axis label of an evaluation metric, with its unit.
+bool wants_log_axis(const std::string& name, const std::vector<double>& values) {
+  double lo = INFINITY, hi = 0;
+  for (double v : values)
+    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  return name == "perplexity" && lo > 0 && hi / lo > 10;
+}
+
+// The y-axis label of an evaluation metric, with its unit: losses in nats, counts, and scores as fractions or percent
+// (QA and MLM report percent) by their values.
 std::string metric_label(const std::string& name, const std::vector<double>& values) {
-  if (name == "perplexity") return "perplexity (log scale)";
-  if (name == "loss" || name.find("loss") != std::string::npos) return name + " (nats)";
+  if (name == "perplexity") return wants_log_axis(name, values) ? "perplexity (log scale)" : "perplexity";
+  if (name.find("loss") != std::string::npos) return name + " (nats)";
+  if (name.size() > 7 && name.substr(name.size() - 7) == "_tokens") return name + " (count)";
   double hi = 0;
   for (double v : values)
     if (std::isfinite(v)) hi = std::max(hi, std::fabs(v));
   return name + (hi > 1.0 ? " (%)" : " (fraction)");
 }
 
-bool wants_log_axis(const std::string& name, const std::vector<double>& values) {
-  double lo = INFINITY, hi = 0;
-  for (double v : values)
-    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
-  return name == "perplexity" && lo > 0 && hi / lo > 10;
+// A metric that never moved (MLM's masked_tokens: the eval set's size) is a row of the tables, not a curve.
+bool constant_series(const std::vector<double>& y) {
+  return y.size() > 1 && std::all_of(y.begin(), y.end(), [&](double v) { return v == y.front(); });
 }
 
 std::vector<double> steps_of_train(const RunMetrics& m) {
@@ -343,6 +353,7 @@ std::vector<Figure> run_curves(const RunView& v) {
   // every evaluation metric, one plot each
   for (const std::string& name : eval_metric_names(m)) {
     PlotSeries s = eval_series(m, name, false);
+    if (constant_series(s.y)) continue;
     s.name = name;
     LinePlot p = small_plot("eval " + name, kStepAxis, metric_label(name, s.y), false);
     p.log10_y = wants_log_axis(name, s.y);
@@ -590,7 +601,7 @@ std::string gates_section(const RunView& v) {
   // the heatmap at its own width; the line plot beside the kept heads below
   std::string body = figure_html({time_heatmap_png(t), t.title,
                                   "Each row is one head's gate, each column one evaluation: yellow is open, purple "
-                                  "closed (a head whose gate closes is what <code>headroom prune</code> removes)."});
+                                  "closed (a head whose gate closes is what 'headroom prune' removes)."});
   std::vector<Figure> figures;
   LinePlot open = small_plot("expected open heads", kStepAxis, "sum of P(gate open)", false);
   PlotSeries s{"open", {}, {}, {}};
@@ -616,8 +627,7 @@ std::string gates_section(const RunView& v) {
     body += "<h3>kept heads at checkpoint-" + v.checkpoint + "</h3>\n" +
             figure_html({value_heatmap_png(final_heads), "kept heads",
                          "The gates keep " + std::to_string(kept) + " of " + std::to_string(all) +
-                             " heads; struck-out cells are the closed heads <code>headroom prune --by gates</code> "
-                             "removes."});
+                             " heads; struck-out cells are the closed heads 'headroom prune --by gates' removes."});
   } else {
     body += note_html("The checkpoint could not be loaded, so the heads kept at the end are not shown.");
   }
@@ -668,8 +678,8 @@ std::string attention_section(RunView& v, const ReportArgs& a) {
     HeatmapGrid grid = attention_grid(*v.run, texts, "attention weights, query rows x key columns");
     grid.max_side = kAttentionMaxSide;
     body = figure_html({heatmap_grid_png(grid), "attention maps",
-                        "Every layer (rows) and head (columns) of checkpoint-" + v.checkpoint + " on: <q>" +
-                            html_escape(shown) + "</q>" +
+                        "Every layer (rows) and head (columns) of checkpoint-" + v.checkpoint + " on: \u201c" +
+                            shown + "\u201d" +
                             (a.texts.empty() ? " (the " + a.split + " split's first row)" : "") +
                             ". Grey panels are heads whose gate is closed or that were pruned."});
   } catch (const UsageError&) {
@@ -822,6 +832,7 @@ std::vector<Figure> comparison_curves(const std::vector<RunView>& views) {
       const PlotSeries s = eval_series(v.metrics, name, false);
       all.insert(all.end(), s.y.begin(), s.y.end());
     }
+    if (constant_series(all)) continue;
     overlay("eval " + name, kStepAxis, metric_label(name, all),
             [&](const RunView& v) { return eval_series(v.metrics, name, false); },
             "Evaluation " + name + " of each run.", wants_log_axis(name, all));
