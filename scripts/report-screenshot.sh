@@ -25,7 +25,7 @@ chrome() {  # chrome HEIGHT ARGS...: a fresh headless Chromium; its log (stderr)
     --disable-background-networking --user-data-dir="$(mktemp -d -p "$tmp")" --enable-logging=stderr --v=0 \
     --window-size=1280,"$height" "$@" 2>&1 >/dev/null || true
 }
-console=$(chrome 2200 --screenshot="$out" "file://$tmp/report.html" | grep ":CONSOLE" || true)
+console=$(chrome 2900 --screenshot="$out" "file://$tmp/report.html" | grep ":CONSOLE" || true)
 if [ -n "$console" ]; then
   echo "the console shows:" >&2
   echo "$console" >&2
@@ -33,6 +33,6 @@ if [ -n "$console" ]; then
 fi
 echo "console: silent; screenshot: $out ($(($(stat -c %s "$out") / 1024)) KiB)"
 # the load time, from a page that frames the report and logs when the frame and all its images have loaded
-echo "<!DOCTYPE html><iframe src=\"report.html\" style=\"width:1280px;height:2200px\"
+echo "<!DOCTYPE html><iframe src=\"report.html\" style=\"width:1280px;height:2900px\"
   onload=\"console.log('report loaded after ' + performance.now() + ' ms')\"></iframe>" > "$tmp/timing.html"
-chrome 2200 --dump-dom "file://$tmp/timing.html" | grep -o "report loaded after [0-9.]* ms" || true
+chrome 2900 --dump-dom "file://$tmp/timing.html" | grep -o "report loaded after [0-9.]* ms" || true

@@ -225,8 +225,17 @@ bool has_points(const LinePlot& p) {
   return false;
 }
 
-void add_figure(std::vector<Figure>& out, const LinePlot& p, const std::string& caption) {
-  if (has_points(p)) out.push_back({line_plot_png(p), p.title, caption});
+// A plot with a legend gets a band as wide as its longest name needs (the legend's margins and sample take 60 px,
+// DejaVu Sans at 13 px about 8 px a character), so the plots of one grid keep most of their width for the data.
+void add_figure(std::vector<Figure>& out, LinePlot p, const std::string& caption) {
+  if (!has_points(p)) return;
+  if (p.legend_width > 0) {
+    size_t longest = 0;
+    for (const PlotSeries& s : p.series)
+      if (s.in_legend) longest = std::max(longest, s.name.size());
+    p.legend_width = std::clamp(static_cast<int>(68 + 8 * longest), 100, kFigureLegend);
+  }
+  out.push_back({line_plot_png(p), p.title, caption});
 }
 
 // The mean of the finite values within `window` points centred on each point (fewer at the ends): a curve of hundreds
@@ -547,14 +556,14 @@ std::string config_and_model_section(const RunView& v) {
       ffn += s.ffn_flops;
     }
     const int64_t total = model.num_parameters();
-    body += html_table({"layer", "type", "heads", "head_dim", "ffn_dim", "parameters", "attention MFLOP/token",
-                        "FFN MFLOP/token"},
+    body += html_table({"layer", "type", "heads", "head_dim", "ffn_dim", "params", "attn MFLOP", "FFN MFLOP"},
                        rows, {2, 3, 4, 5, 6, 7}) +
             note_html("Layers " + number(static_cast<double>(layer_params)) + " parameters; embeddings, final norm "
                       "and head " + number(static_cast<double>(total - layer_params)) + "; total " +
                       number(static_cast<double>(total)) + ". Forward FLOPs per token at sequence length " +
                       std::to_string(T) + ": attention " + fixed(attn / 1e6, 3) + " M, FFN " + fixed(ffn / 1e6, 3) +
-                      " M, total " + fixed((attn + ffn) / 1e6, 3) + " M (training is about 3x). Weights from "
+                      " M, total " + fixed((attn + ffn) / 1e6, 3) + " M (training is about 3x); the table's MFLOP "
+                      "are per token too. Weights from "
                       "checkpoint-" + v.checkpoint + ".safetensors.");
   } else {
     body += note_html("The model could not be built here; see the notes in the summary.");
@@ -885,6 +894,7 @@ figure img { display: block; max-width: 100%; height: auto; border: 1px solid #e
 .figures figure img { width: 100%; }
 figcaption { color: var(--faint); font-size: 13px; margin-top: 4px; }
 .columns { display: grid; grid-template-columns: repeat(auto-fit, minmax(460px, 1fr)); gap: 18px; align-items: start; }
+.columns > div { min-width: 0; overflow-x: auto; }
 table { border-collapse: collapse; font-size: 13.5px; width: 100%; }
 th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid #eee; vertical-align: top; }
 th { background: #f3f3f3; font-weight: 600; }
