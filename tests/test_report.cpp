@@ -259,6 +259,12 @@ TEST_CASE("report of a QA run: exact match and F1 by answer length and question 
   check_images_and_references(html, 8);
   for (const char* s : {"by answer length", "by question type", "<td>how many</td>", "<td>why</td>", "exact_match"})
     CHECK_MESSAGE(html.find(s) != std::string::npos, s);
+  // a question and a context for the attention maps, given before the run directory
+  const std::string given = report("--text 'who ran' --text 'the dog ran .' " + quote(run), d / "given.html");
+  CHECK(given.find("on: \u201cwho ran | the dog ran .\u201d") != std::string::npos);
+  const Result one = headroom("report --text 'who ran' " + quote(run) + " --out " + quote(d / "one.html"));
+  CHECK(one.code == 2);
+  CHECK(one.output.find("this run's inputs are question, then context") != std::string::npos);
 }
 
 TEST_CASE("report of a pretraining run: perplexity and masked accuracy, the attention example given by --text") {

@@ -13,8 +13,10 @@ Command add_report_command(CLI::App& app) {
   cmd->add_option("--out", a->out, "the HTML file (default RUN/report.html; report.html for several runs)");
   cmd->add_option("--split", a->split, "split of the error breakdown and the attention example")
       ->check(CLI::IsMember({"eval", "test"}));
+  // one value an occurrence, so that run directories after --text stay runs
   cmd->add_option("--text", a->texts, "the attention maps' example, once per input of the run (default: the "
-                                      "split's first row)");
+                                      "split's first row)")
+      ->allow_extra_args(false);
   cmd->add_flag("!--no-eval", a->evaluate, "no pass over the data: leave out the error breakdown");
   cmd->add_flag("--compare-only", [a](int64_t) { a->per_run_sections = false; },
                 "with several runs: the comparison alone, without each run's sections");

@@ -175,11 +175,11 @@ void write_allocate_report(const std::string& dir, const std::vector<AllocateRes
                   name.c_str(), heads_text(r.heads).c_str(), static_cast<long long>(r.parameters), r.flops_per_token,
                   s.value.mean, s.value.sd, s.seeds, s.step_ms, s.latency_b1_ms, s.latency_b32_ms);
     std::string links;  // each seed's run report
-    for (const AllocateResult& other : results)
-      if (other.name == name)
-        if (const std::string l = report_link(dir, run_dir(dir, name, other.seed), "seed " + std::to_string(other.seed));
-            !l.empty())
-          links += (links.empty() ? "" : ", ") + l;
+    for (const AllocateResult& other : results) {
+      if (other.name != name) continue;
+      const std::string l = report_link(dir, run_dir(dir, name, other.seed), "seed " + std::to_string(other.seed));
+      if (!l.empty()) links += (links.empty() ? "" : ", ") + l;
+    }
     md << line << " " << links << " |\n";
     plot.series.push_back({name, {static_cast<double>(r.parameters)}, {s.value.mean}, {s.value.sd}});
   }

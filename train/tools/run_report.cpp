@@ -163,9 +163,14 @@ RunView load_view(const std::string& dir, const ReportArgs& a, size_t index) {
     if (!task.has_split(a.split)) {
       v.breakdown_note = "the run's data has no '" + a.split + "' split to break the errors down on";
     } else {
-      v.breakdown = task.error_breakdown(*v.run->model, a.split, v.run->config.train.device,
-                                         v.run->config.train.batch_size * 2);
-      if (v.breakdown.empty()) v.breakdown_note = "this task (" + v.run->config.data.task + ") has no error breakdown";
+      try {
+        v.breakdown = task.error_breakdown(*v.run->model, a.split, v.run->config.train.device,
+                                           v.run->config.train.batch_size * 2);
+        if (v.breakdown.empty())
+          v.breakdown_note = "this task (" + v.run->config.data.task + ") has no error breakdown";
+      } catch (const std::exception& e) {  // the rest of the page still tells the run's story
+        v.breakdown_note = std::string("the errors could not be broken down: ") + e.what();
+      }
     }
   } else {
     v.breakdown_note = !a.evaluate ? "not computed (--no-eval)"
