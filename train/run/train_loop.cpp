@@ -21,6 +21,7 @@
 #include "kernels/base/error.h"
 #include "models/head_pruning.h"
 #include "train/run/data_parallel.h"
+#include "train/run/run_session.h"
 #include "train/tasks/task_registry.h"
 
 namespace fs = std::filesystem;
@@ -115,17 +116,21 @@ void remove_stale_temp_files(const std::string& dir) {
 }
 
 // A resumed run continues from its last checkpoint: rows that a killed run logged after it would appear twice.
-void drop_metrics_after(const std::string& path, int64_t step) {
-  if (!regular_file_or_absent(path)) return;  // a link to /dev/full would be read forever
+// Returns the tokens seen by the last kept row that counted them, where the resumed run's count goes on.
+int64_t drop_metrics_after(const std::string& path, int64_t step) {
+  if (!regular_file_or_absent(path)) return 0;  // a link to /dev/full would be read forever
   std::ifstream in(path);
   std::string kept;
+  int64_t tokens = 0;
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_object() && j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() > step)
       continue;
+    if (j.is_object() && j.contains("tokens") && j["tokens"].is_number_integer()) tokens = j["tokens"].get<int64_t>();
     kept += line + "\n";
   }
   write_file_atomically(path, [&](std::ostream& f) { f << kept; });
+  return tokens;
 }
 
 }  // namespace
@@ -274,11 +279,12 @@ void TrainLoop::write_run_dir() {
   }
   remove_stale_temp_files(dir_);
   if (resume_) {
-    drop_metrics_after(metrics_path, st_.step);
+    tokens_seen_ = drop_metrics_after(metrics_path, st_.step);
     std::cout << "resuming " << dir_ << " at step " << st_.step << "\n";
   }
   metrics_.open(metrics_path, resume_ ? std::ios::app : std::ios::trunc);
   HR_CHECK(metrics_.good(), "cannot write " + metrics_path);
+  log_json({{"step", st_.step}, {"session", run_session(rc_.train, comm_->size(), resume_)}});
 }
 
 void TrainLoop::log_json(const nlohmann::json& j) {
@@ -299,8 +305,12 @@ void TrainLoop::save(const std::string& path) {
 void TrainLoop::evaluate() {
   if (!lead_ || !task_->has_split("eval")) return;
   const TrainOptions& t = rc_.train;
+  const auto eval_start = Clock::now();
   EvalResult r = task_->evaluate(*model_, "eval", t.device, t.batch_size * 2);
-  nlohmann::json j = {{"step", st_.step}, {"eval", r.metrics}};
+  nlohmann::json j = {{"step", st_.step}, {"eval", r.metrics},
+                      {"eval_s", std::chrono::duration<double>(Clock::now() - eval_start).count()},
+                      {"elapsed_s", elapsed_s()}};
+  j["primary"] = r.primary;  // the metric that picks the best checkpoint
   if (!r.scorer.empty()) j["metric"] = r.scorer;
   if (nlohmann::json g = gate_report(*model_); !g.is_null()) j["gates"] = g;
   log_json(j);
@@ -341,7 +351,7 @@ int TrainLoop::run() {
     save(last_ckpt_);
   }
   test();
-  const double total_s = std::chrono::duration<double>(Clock::now() - start_).count();
+  const double total_s = elapsed_s();
   progress_->message("done in " + std::to_string(static_cast<int>(total_s)) + " s; run directory " + dir_);
   comm_->barrier();  // the other ranks wait (asleep) for rank 0's last evaluation and save
   return 0;
@@ -397,31 +407,37 @@ std::optional<int> TrainLoop::train_step(const std::vector<std::vector<int64_t>>
     return 3;
   }
   bad_steps_ = 0;
-  log_step(r.loss, lr);
+  log_step(r, lr);
   if (t.eval_every > 0 && st_.step % t.eval_every == 0) {
+    const auto paused = Clock::now();  // tokens/s and step_ms count training alone
     evaluate();
     save(last_ckpt_);
+    window_start_ += Clock::now() - paused;
   }
   return std::nullopt;
 }
 
-void TrainLoop::log_step(double loss, float lr) {
+void TrainLoop::log_step(const StepResult& r, float lr) {
   const TrainOptions& t = rc_.train;
-  window_loss_ += loss;
+  window_loss_ += r.loss;
+  window_grad_norm_ += r.grad_norm;
+  window_grad_max_ = std::max(window_grad_max_, static_cast<double>(r.grad_norm));
   ++window_steps_;
   const bool log_now = st_.step % t.log_every == 0 || st_.step == total_steps_;
   const double secs = std::chrono::duration<double>(Clock::now() - window_start_).count();
-  const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+  const double elapsed = elapsed_s();
   const double tps = secs > 0 ? static_cast<double>(window_tokens_) / secs : 0;
   const double eta = elapsed / static_cast<double>(st_.step) * static_cast<double>(total_steps_ - st_.step);
-  const double mean_loss = window_loss_ / static_cast<double>(window_steps_);
-  progress_->update(st_.step, static_cast<float>(mean_loss), lr, tps, eta, log_now);
+  const double n = static_cast<double>(window_steps_);
+  progress_->update(st_.step, static_cast<float>(window_loss_ / n), lr, tps, eta, log_now);
   if (!log_now) return;
-  log_json({{"step", st_.step}, {"epoch", st_.epoch}, {"loss", mean_loss}, {"lr", lr}, {"tokens_per_s", tps},
-            {"step_ms", 1e3 * secs / static_cast<double>(window_steps_)}});
+  tokens_seen_ += window_tokens_;
+  log_json({{"step", st_.step}, {"epoch", st_.epoch}, {"loss", window_loss_ / n}, {"lr", lr}, {"tokens_per_s", tps},
+            {"step_ms", 1e3 * secs / n}, {"tokens", tokens_seen_}, {"grad_norm", window_grad_norm_ / n},
+            {"grad_norm_max", window_grad_max_}, {"elapsed_s", elapsed}});
   window_start_ = Clock::now();
   window_tokens_ = 0;
-  window_loss_ = 0;
+  window_loss_ = window_grad_norm_ = window_grad_max_ = 0;
   window_steps_ = 0;
 }
 
@@ -430,8 +446,10 @@ void TrainLoop::end_epoch() {
   st_.batch_in_epoch = 0;
   // during a streak of non-finite steps the weights are suspect: keep the last good checkpoint
   if (bad_steps_ == 0) {
+    const auto paused = Clock::now();
     if (rc_.train.eval_every == 0) evaluate();
     save(last_ckpt_);
+    window_start_ += Clock::now() - paused;
   }
 }
 
@@ -442,7 +460,8 @@ void TrainLoop::test() {
   const bool best = fs::exists(best_ckpt_);
   if (best) load_checkpoint(best_ckpt_, *model_, nullptr);
   EvalResult r = task_->evaluate(*model_, "test", t.device, t.batch_size * 2);
-  log_json({{"step", st_.step}, {"test", r.metrics}, {"checkpoint", best ? "best" : "last"}});
+  log_json({{"step", st_.step}, {"test", r.metrics}, {"checkpoint", best ? "best" : "last"},
+            {"elapsed_s", elapsed_s()}});
   std::string line = "test (" + std::string(best ? "best" : "last") + " checkpoint):";
   for (const auto& [k, v] : r.metrics) line += " " + k + " " + std::to_string(v);
   progress_->message(line);

@@ -45,12 +45,13 @@ class TrainLoop {
   void write_run_dir();                   // config.yaml, vocabulary, task files, metrics.jsonl
   std::optional<int> stop_requested();    // a signal: saves and returns the exit code
   std::optional<int> train_step(const std::vector<std::vector<int64_t>>& batches);  // 3: too many bad steps
-  void log_step(double loss, float lr);
+  void log_step(const StepResult& r, float lr);
   void end_epoch();
   void evaluate();                        // rank 0 on the eval split; saves checkpoint-best when it improves
   void save(const std::string& path);
   void test();                            // the best checkpoint on the test split
   void log_json(const nlohmann::json& j);
+  double elapsed_s() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
   bool resume_ = false, quiet_ = false;
   std::string dir_, config_file_, last_ckpt_, best_ckpt_;
@@ -73,7 +74,8 @@ class TrainLoop {
   // the window of steps since the last logged one
   Clock::time_point start_, window_start_;
   int64_t window_tokens_ = 0, window_steps_ = 0, bad_steps_ = 0;
-  double window_loss_ = 0;
+  double window_loss_ = 0, window_grad_norm_ = 0, window_grad_max_ = 0;  // gradient norms before clipping
+  int64_t tokens_seen_ = 0;  // by the steps logged so far, padding excluded
 };
 
 }  // namespace hr
