@@ -7,7 +7,7 @@
 #include <glib.h>
 
 #include <algorithm>
-#include <regex>
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -19,8 +19,7 @@ struct PageImage {
   bool decodes = false;       // valid base64 of a PNG that cairo decodes to width x height
 };
 
-// The page with every base64 payload of a data URI cut out (std::regex recurses per character of a match, so the
-// patterns below run on this).
+// The page with every base64 payload of a data URI cut out: what the checks below read.
 inline std::string without_payloads(const std::string& html) {
   std::string out;
   const std::string marker = ";base64,";
@@ -37,9 +36,11 @@ inline std::string without_payloads(const std::string& html) {
 inline std::vector<std::string> page_sections(const std::string& html) {
   std::vector<std::string> out;
   const std::string text = without_payloads(html);
-  const std::regex re("<section id=\"[^\"]*\" data-section=\"([^\"]+)\"");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it)
-    out.push_back((*it)[1]);
+  for (size_t at = text.find("<section "); at != std::string::npos; at = text.find("<section ", at + 1)) {
+    const std::string tag = text.substr(at, text.find('>', at) - at);
+    const size_t v = tag.find(" data-section=\"");
+    if (v != std::string::npos) out.push_back(tag.substr(v + 15, tag.find('"', v + 15) - v - 15));
+  }
   return out;
 }
 
@@ -100,19 +101,32 @@ inline std::vector<PageImage> page_images(const std::string& html) {
 // is not a data URI or an anchor, CSS url() or @import, and the tags that load other documents. Empty when there is
 // none.
 inline std::vector<std::string> external_references(const std::string& html) {
-  const std::string text = without_payloads(html);
+  std::string text = without_payloads(html);
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::vector<std::string> found;
-  const std::regex patterns[] = {
-      std::regex(R"(\b(https?|ftp|file|wss?):)", std::regex::icase),
-      std::regex(R"((src|href|action|poster|srcset)\s*=\s*"(?!data:|#)[^"]*")", std::regex::icase),
-      std::regex(R"(url\s*\()", std::regex::icase),
-      std::regex(R"(@import)", std::regex::icase),
-      std::regex(R"(<(link|iframe|object|embed|frame|base|audio|video|source)\b)", std::regex::icase),
-      std::regex(R"(["'(=]\s*//)"),
+  auto each = [&](const std::string& what, auto&& is_reference) {
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+      if (is_reference(at)) found.push_back(text.substr(at, std::min<size_t>(60, text.size() - at)));
   };
-  for (const std::regex& re : patterns)
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it)
-      found.push_back(it->str());
+  auto letter_before = [&](size_t at) { return at > 0 && std::isalpha(static_cast<unsigned char>(text[at - 1])); };
+  for (const char* scheme : {"http:", "https:", "ftp:", "file:", "ws:", "wss:"})
+    each(scheme, [&](size_t at) { return !letter_before(at); });
+  for (const char* attr : {" src=", " href=", " action=", " poster=", " srcset="})
+    each(attr, [&](size_t at) {
+      const size_t v = at + std::string(attr).size() + 1;  // after the quote
+      return !(text.compare(v, 5, "data:") == 0 || text.compare(v, 1, "#") == 0);
+    });
+  for (const char* css : {"url(", "@import"}) each(css, [](size_t) { return true; });
+  for (const char* tag : {"<link", "<iframe", "<object", "<embed", "<frame", "<base", "<audio", "<video", "<source"})
+    each(tag, [&](size_t at) {
+      const size_t after = at + std::string(tag).size();
+      return after < text.size() && (text[after] == ' ' || text[after] == '>');
+    });
+  each("//", [&](size_t at) {  // protocol-relative: "//host" in a value
+    size_t p = at;
+    while (p > 0 && text[p - 1] == ' ') --p;
+    return p > 0 && (text[p - 1] == '"' || text[p - 1] == '\'' || text[p - 1] == '(' || text[p - 1] == '=');
+  });
   return found;
 }
 

@@ -77,6 +77,23 @@ TEST_CASE("html: escaping, base64, PNG dimensions, tables") {
   CHECK(t.find("<th class=\"num\">n</th>") != std::string::npos);
 }
 
+TEST_CASE("the page checks: sections, images that do and do not decode, references that would leave the page") {
+  CHECK(page_sections("<section id=\"r0-summary\" data-section=\"summary\">x</section><section id=\"r0-curves\" "
+                      "data-section=\"curves\">") == std::vector<std::string>{"summary", "curves"});
+  const std::string png = "\x89PNG\r\n\x1a\n" + std::string("\0\0\0\x0dIHDR", 8);
+  const auto images = page_images("<img src=\"data:image/png;base64," + base64_encode(png) +
+                                  "\" alt=\"cut\" width=\"1\" height=\"1\"><img src=\"x.png\" alt=\"file\">");
+  REQUIRE(images.size() == 2);
+  CHECK_FALSE(images[0].decodes);  // a PNG's first bytes only
+  CHECK_FALSE(images[1].decodes);
+  CHECK(external_references("<img src=\"data:image/png;base64,AAAA\" alt=\"x\"><a href=\"#r0\">x</a>").empty());
+  for (const char* bad : {"<img src=\"x.png\">", "<a href=\"http://example.com\">", "<p>see HTTPS://x</p>",
+                          "<style>body { background: url(x.png) }</style>", "<link rel=\"stylesheet\">",
+                          "<style>@import 'a.css';</style>", "<script src=\"//cdn.example/x.js\"></script>",
+                          "<iframe title=\"x\"></iframe>", "<a href=\"report.html\">"})
+    CHECK_MESSAGE(!external_references(bad).empty(), bad);
+}
+
 TEST_CASE("classification breakdown: the most confused pairs and the worst labels on a hand-made case") {
   // labels 0 a, 1 b, 2 c, 3 d (never seen): 0 -> 1 three times, 2 -> 1 once, 1 -> 0 once
   const std::vector<int32_t> gold = {0, 0, 0, 0, 0, 1, 1, 1, 2, 2};
