@@ -17,6 +17,10 @@ std::string read_regular_file(const std::string& path, uint64_t max_bytes, const
   HR_CHECK(!ec, path + ": cannot read its size: " + ec.message());
   HR_CHECK(size <= max_bytes, path + " is " + std::to_string(size) + " bytes; a " + what + " has at most " +
                                   std::to_string(max_bytes) + " (is it the right file?)");
+  return read_file_bytes(path);
+}
+
+std::string read_file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   HR_CHECK(in, path + ": cannot open for reading");
   std::ostringstream bytes;
