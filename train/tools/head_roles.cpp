@@ -24,6 +24,9 @@ HeadRoleAccumulator::HeadRoleAccumulator(std::vector<int64_t> heads_per_layer, i
     : queries_(heads_per_layer.size()), with_prev_(heads_per_layer.size()), with_next_(heads_per_layer.size()),
       pad_(pad_id), cls_(cls_id), sep_(sep_id) {
   for (int64_t h : heads_per_layer) sums_.emplace_back(static_cast<size_t>(std::max<int64_t>(h, 0)));
+  // tokens are counted once a batch, by the first layer that has heads (a model may begin without attention)
+  const auto first = std::find_if(heads_per_layer.begin(), heads_per_layer.end(), [](int64_t h) { return h > 0; });
+  counting_layer_ = static_cast<size_t>(first - heads_per_layer.begin());
 }
 
 void HeadRoleAccumulator::add(size_t layer, const std::vector<float>& probs, const std::vector<int32_t>& ids,
@@ -38,7 +41,7 @@ void HeadRoleAccumulator::add(size_t layer, const std::vector<float>& probs, con
       if (row[i] == pad_) continue;
       const bool prev = i > 0 && row[i - 1] != pad_, next = i + 1 < T && row[i + 1] != pad_;
       queries_[layer] += 1, with_prev_[layer] += prev, with_next_[layer] += next;
-      if (layer == 0) ++tokens_;
+      if (layer == counting_layer_) ++tokens_;
       for (int64_t h = 0; h < H; ++h) {
         const float* p = probs.data() + ((b * H + h) * T + i) * T;  // query i's weights over the keys
         Sums& s = sums[static_cast<size_t>(h)];
