@@ -4,15 +4,20 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "framework/regular_file.h"
+
 namespace hr {
 
 namespace {
+
+// Values (scalars, sequences, mappings, each alias counted again) a config may expand to: configs have hundreds.
+constexpr int64_t kMaxValues = 1'000'000;
+constexpr uint64_t kMaxConfigBytes = 16 << 20;  // configs are kilobytes
 
 std::string join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
 
@@ -145,9 +150,14 @@ struct Config::Document {
   }
 
   // yaml-cpp keeps duplicate keys (lookups see the first) and allows non-scalar keys; both are mistakes in a config.
-  void check_keys(const YAML::Node& node, const std::string& path) const {
+  // An alias is its anchor's node again, so aliases of aliases ("billion laughs") expand a kilobyte into 10^9 values
+  // for every walk of the tree: `budget` bounds the values this walk (and so every later one) may visit.
+  void check_keys(const YAML::Node& node, const std::string& path, int64_t& budget) const {
+    if (--budget < 0)
+      throw ConfigError(locate(path, node.Mark().line + 1) + ": the config expands to more than " +
+                        std::to_string(kMaxValues) + " values (aliases of aliases?); write it out without them");
     if (node.IsSequence())
-      for (size_t i = 0; i < node.size(); ++i) check_keys(node[i], path + "[" + std::to_string(i) + "]");
+      for (size_t i = 0; i < node.size(); ++i) check_keys(node[i], path + "[" + std::to_string(i) + "]", budget);
     if (!node.IsMap()) return;
     std::map<std::string, int> first_line;
     for (const auto& kv : node) {
@@ -158,7 +168,7 @@ struct Config::Document {
       if (!inserted)
         throw ConfigError(locate(key_path, line) + ": duplicate key (first given on line " +
                           std::to_string(it->second) + ")");
-      check_keys(kv.second, key_path);
+      check_keys(kv.second, key_path, budget);
     }
   }
 };
@@ -167,25 +177,38 @@ Config::Config(std::shared_ptr<Document> doc, YAML::Node node, std::string path,
     : doc_(std::move(doc)), node_(std::move(node)), path_(std::move(path)), line_(line) {}
 
 Config Config::load_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot open config file '" + path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse(text.str(), path);
+  std::string text;
+  try {
+    if (!regular_file_or_absent(path)) throw ConfigError("cannot open config file '" + path + "'");
+    text = read_regular_file(path, kMaxConfigBytes, "config file");
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const Error& e) {  // a device, a directory, a file of gigabytes: the config is wrong, exit 2
+    throw ConfigError(e.what());
+  }
+  return parse(text, path);
 }
 
 Config Config::parse(const std::string& yaml_text, const std::string& name) {
-  YAML::Node root;
+  std::vector<YAML::Node> documents;
   try {
-    root = YAML::Load(yaml_text);
+    documents = YAML::LoadAll(yaml_text);
   } catch (const YAML::Exception& e) {
     throw ConfigError(name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                       ": YAML syntax error: " + e.msg);
   }
+  // YAML::Load would read the first document and drop the rest unseen
+  if (documents.size() > 1) {
+    const int line = documents[1].Mark().line;
+    throw ConfigError(name + (line >= 0 ? ":" + std::to_string(line + 1) : std::string()) +
+                      ": a second YAML document (after '---'): a config is one document; remove the '---' line");
+  }
+  const YAML::Node root = documents.empty() ? YAML::Node() : documents[0];
   if (root.IsNull()) throw ConfigError(name + ":1: the file is empty");
   auto doc = std::make_shared<Document>();
   doc->file = name;
-  doc->check_keys(root, "");
+  int64_t budget = kMaxValues;
+  doc->check_keys(root, "", budget);
   Config config(doc, root, "", 1);
   if (!root.IsMap()) config.fail("expected a mapping of settings at the top level, got " + describe(root));
   return config;
@@ -245,7 +268,8 @@ void Config::apply_override(const std::string& assignment) {
   const std::string& source = created.empty() ? path : created;
   std::erase_if(doc_->overrides, [&](const auto& entry) { return within(entry.first, source); });
   doc_->overrides[source] = label;
-  doc_->check_keys(value, path);
+  int64_t budget = kMaxValues;
+  doc_->check_keys(value, path, budget);
 }
 
 YAML::Node Config::lookup(const std::string& key) const {
@@ -458,6 +482,9 @@ void require_file(const Config& c, const std::string& key, const std::string& pa
   const bool exists = std::filesystem::exists(path, ec);
   if (ec) c.fail(key, "cannot access '" + path + "': " + ec.message());
   if (!exists) c.fail(key, "no such file '" + path + "'");
+  // a device (/dev/zero) or a FIFO would be read forever, a directory fails later without the key
+  if (!std::filesystem::is_regular_file(path, ec))
+    c.fail(key, "'" + path + "' is not a regular file (a directory, a device or a pipe): name a file");
 }
 
 int64_t at_most(const Config& c, const std::string& key, int64_t value, int64_t limit) {

@@ -3,6 +3,7 @@
 #include "kernels/base/error.h"
 #include "framework/ops.h"
 #include "models/layer_registry.h"
+#include "models/model_size.h"
 
 namespace hr {
 
@@ -123,6 +124,7 @@ std::vector<LayerStats> EncoderModel::layer_stats(int64_t seq_len) const {
 }
 
 std::unique_ptr<EncoderModel> build_model(const Config& model, const ModelDims& dims) {
+  check_model_fits(model, dims);  // before a byte of it is allocated
   auto m = std::make_unique<EncoderModel>(model, dims);
   model.check_all_read();
   return m;

@@ -6,7 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install.sh || { echo "0 passed, 1 failed"; exit 1; }
+scripts/install.sh --test || { echo "0 passed, 1 failed"; exit 1; }
 
 if [ ! -f build-sanitize/build.ninja ]; then
   meson setup build-sanitize --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false \

@@ -98,6 +98,11 @@ TEST_CASE("allocate: search, allocated config, compare runs over seeds, reuse on
   CHECK(md.find("| uniform | 2+2 | ") != std::string::npos);
   CHECK(md.find("| heads1 | 1+1 | ") != std::string::npos);
   CHECK(md.find("(2) |") != std::string::npos);  // two seeds a row
+  CHECK(md.find("[seed 0](runs/allocated-s0/report.html), [seed 1](runs/allocated-s1/report.html) |") !=
+        std::string::npos);
+  CHECK(md.find("All runs compared: [report.html](report.html)") != std::string::npos);
+  CHECK(read_file(out + "/report.html").find("<a href=\"runs/heads1-s1/report.html\">report</a>") !=
+        std::string::npos);
   const std::string csv = read_file(out + "/results.csv");
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);  // header + three models
   CHECK(fs::file_size(out + "/metric_vs_parameters.png") > 0);

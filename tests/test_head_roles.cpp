@@ -83,6 +83,12 @@ TEST_CASE("head roles: batches add up as one pass over all rows") {
   CHECK(x.entropy == doctest::Approx(y.entropy));
   CHECK(x.entropy == doctest::Approx(std::log(2.0) / 5));
   CHECK_THROWS(two.add(0, pa, b, 2, T));  // weights that do not match the batch
+
+  // a model whose first layer has no attention counts its tokens on the first layer that has
+  HeadRoleAccumulator later({0, H}, kPad, kCls, kSep);
+  later.add(1, both, ids, 2, T);
+  CHECK(later.tokens() == 5);
+  CHECK(at(later.averages()[1][0], HeadRole::Cls) == doctest::Approx(at(x, HeadRole::Cls)));
 }
 
 TEST_CASE("headroom heads --roles on a trained run: the table, six heatmaps, the text-file mode, bad input") {

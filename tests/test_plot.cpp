@@ -313,3 +313,108 @@ TEST_CASE("value heatmap: size rule, cell colours, marked cells grey") {
   t.values.clear();
   CHECK(error_message([&] { write_value_heatmap_png(path, t); }).find(path + ": nothing to plot") == 0);
 }
+
+TEST_CASE("in-memory PNGs: the same bytes as the files, a smaller grid by max_side") {
+  TempDir tmp;
+  LinePlot plot{"loss", "step", "loss", {{"train", {0, 500, 1000}, {0.9, 0.4, 0.2}, {}}}, false};
+  write_line_plot_png(tmp / "loss.png", plot);
+  std::ifstream f(tmp / "loss.png", std::ios::binary);
+  const std::string file{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  CHECK(line_plot_png(plot) == file);
+
+  HeatmapGrid g = test_grid(3, 4, 6, true);
+  g.max_side = 1200;
+  // fixed_w = 574, fixed_h = 360 (as above); cell = min((1200-574)/24, (1200-360)/18) = 26, labels kept
+  const HeatmapGridLayout l = heatmap_grid_layout(g);
+  CHECK(l.cell == 26);
+  CHECK(l.show_labels);
+  const std::string bytes = heatmap_grid_png(g);
+  std::ofstream(tmp / "grid.png", std::ios::binary) << bytes;
+  CHECK(png_size(tmp / "grid.png") == std::pair{574 + 24 * 26, 360 + 18 * 26});
+  CHECK(error_message([&] { heatmap_grid_png(HeatmapGrid{}); }).find("heatmap grid ''") == 0);
+}
+
+TEST_CASE("line plot: a small plot without legend, faint lines without markers, a log10 y axis") {
+  TempDir tmp;
+  LinePlot plot;
+  plot.title = "perplexity";
+  plot.x_label = "step";
+  plot.y_label = "perplexity";
+  plot.width = 640;
+  plot.height = 400;
+  plot.legend_width = 0;
+  plot.log10_y = true;
+  PlotSeries raw{"raw", {0, 100, 200, 300}, {3000, 300, 30, 12}, {}};
+  raw.markers = false;
+  raw.opacity = 0.3;
+  raw.line_width = 1;
+  plot.series.push_back(raw);
+  const LinePlotFrame f = line_plot_frame(plot);
+  CHECK(f.right == 640 - 24);
+  CHECK(f.y_ticks == std::vector<double>{1, 2, 3, 4});  // 10 .. 10000 around 12 .. 3000
+  CHECK(f.py(100) == doctest::Approx((f.py(10) + f.py(1000)) / 2));
+  std::ofstream(tmp / "ppl.png", std::ios::binary) << line_plot_png(plot);
+  CHECK(png_size(tmp / "ppl.png") == std::pair{640, 400});
+  Image img(tmp / "ppl.png");
+  // no marker at a point: the faint line's colour is a light blue, far from the opaque series colour
+  const Color point = img.at(int(f.px(100)), int(f.py(300)));
+  CHECK(point[0] > 100);
+  CHECK(point[0] < 255);
+
+  plot.series[0].y[2] = 0;
+  CHECK(error_message([&] { line_plot_png(plot); }).find("on a log10 y axis (y must be > 0)") != std::string::npos);
+  plot.series[0].y[2] = 30;
+  plot.legend_width = 500;
+  CHECK(error_message([&] { line_plot_png(plot); }).find("has no room to draw in") != std::string::npos);
+}
+
+TEST_CASE("time heatmap: size rule, columns span the midpoints, rows grouped") {
+  TempDir tmp;
+  TimeHeatmap m;
+  m.title = "gate open probability";
+  m.x_label = "step";
+  m.x = {100, 200, 400};  // uneven: the last column is twice as wide
+  m.group_labels = {"layer 0", "layer 1"};
+  m.row_labels = {{"h0", "h1"}, {"h0", "h1", "h2"}};
+  m.values = {{{0, 0.5f, 1}, {1, 1, 1}}, {{0, 0, 0}, {1, 0, 0.5f}, {NAN, 1, 1}}};
+  const TimeHeatmapLayout l = time_heatmap_layout(m);
+  // 5 rows: clamp(420 / 5, 3, 22) = 22 pixels; groups 14 apart
+  CHECK(l.row_height == 22);
+  CHECK(l.row_labels);
+  CHECK(l.width == 900);
+  CHECK(l.group_y == std::vector<int>{16 + 36, 16 + 36 + 2 * 22 + 14});
+  CHECK(l.height == 16 + 36 + 5 * 22 + 14 + 56 + 16);
+  std::ofstream(tmp / "t.png", std::ios::binary) << time_heatmap_png(m);
+  CHECK(png_size(tmp / "t.png") == std::pair{l.width, l.height});
+  Image img(tmp / "t.png");
+  // x spans 50 .. 500 (half a step beyond the ends): column edges at 50, 150, 300, 500
+  auto px = [&](double x) { return int(l.left + (x - 50) / 450 * (l.right - l.left)); };
+  auto row_y = [&](int group, int row) { return l.group_y[group] + row * 22 + 11; };
+  CHECK_COLOR(img.at(px(100), row_y(0, 0)), kViridisBottom);
+  CHECK_COLOR(img.at(px(200), row_y(0, 0)), kViridisMiddle);
+  CHECK_COLOR(img.at(px(450), row_y(0, 0)), kViridisTop);
+  CHECK_COLOR(img.at(px(280), row_y(0, 0)), kViridisMiddle);  // 200's column reaches 300
+  CHECK_COLOR(img.at(px(320), row_y(0, 0)), kViridisTop);
+  CHECK_COLOR(img.at(px(100), row_y(1, 1)), kViridisTop);
+  CHECK_COLOR(img.at(px(100), row_y(1, 2)), kWhite);  // NaN: no value
+  CHECK_COLOR(img.at(px(200), row_y(1, 2)), kViridisTop);
+
+  SUBCASE("many rows get thin rows and no row labels") {
+    TimeHeatmap big = m;
+    big.values = {std::vector<std::vector<float>>(144, {0.f, 0.f, 0.f})};
+    big.row_labels = {std::vector<std::string>(144, "h")};
+    big.group_labels = {"all"};
+    const TimeHeatmapLayout bl = time_heatmap_layout(big);
+    CHECK(bl.row_height == 3);  // 420 / 144 = 2, at least 3
+    CHECK(!bl.row_labels);
+  }
+  SUBCASE("errors") {
+    TimeHeatmap bad = m;
+    bad.x = {100, 100, 400};
+    CHECK(error_message([&] { time_heatmap_png(bad); }).find("the x values must increase") != std::string::npos);
+    bad = m;
+    bad.values[1][2].pop_back();
+    CHECK(error_message([&] { time_heatmap_png(bad); }).find("has 2 values for 3 columns") != std::string::npos);
+    CHECK(error_message([&] { time_heatmap_png(TimeHeatmap{}); }).find("nothing to plot") != std::string::npos);
+  }
+}

@@ -64,6 +64,13 @@ TEST_CASE("sweep: one run per head count and seed, reused on restart, table and 
   const std::string md = read_file(out + "/results.md");
   CHECK(md.find("| 1 | 16 |") != std::string::npos);
   CHECK(md.find("(2) |") != std::string::npos);  // two seeds per row
+  // each run's report linked from its row, and a page comparing all runs that links them too
+  CHECK(md.find("| [seed 0](heads1-seed0/report.html), [seed 1](heads1-seed1/report.html) |") != std::string::npos);
+  CHECK(md.find("All runs compared: [report.html](report.html)") != std::string::npos);
+  CHECK(read_file(out + "/heads2-seed1/report.html").find("data-section=\"curves\"") != std::string::npos);
+  const std::string compared = read_file(out + "/report.html");
+  CHECK(compared.find("<a href=\"heads2-seed1/report.html\">report</a>") != std::string::npos);
+  CHECK(compared.find("data-section=\"config-diff\"") != std::string::npos);
   CHECK(png_size(out + "/accuracy_vs_heads.png") == std::pair<int, int>{kLinePlotWidth, kLinePlotHeight});
   CHECK(png_size(out + "/latency_vs_heads.png") == std::pair<int, int>{kLinePlotWidth, kLinePlotHeight});
 
@@ -73,6 +80,7 @@ TEST_CASE("sweep: one run per head count and seed, reused on restart, table and 
   REQUIRE_MESSAGE(again.code == 0, again.output);
   CHECK(again.output.find("reusing") != std::string::npos);
   CHECK(again.output.find("training") == std::string::npos);
+  CHECK(again.output.find("writing " + out + "/heads") == std::string::npos);  // the run reports are current
   CHECK(fs::last_write_time(out + "/heads2-seed1/checkpoint-last.safetensors") == stamp);
   CHECK(read_file(out + "/results.csv") == csv);
 

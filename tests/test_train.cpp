@@ -286,21 +286,51 @@ TEST_CASE("the run directory, metrics.jsonl, predict and init_from") {
     CHECK_MESSAGE(fs::exists(run + "/" + f), f);
   CHECK(read_file(run + "/labels.txt") == "alarm\nmusic\nweather\n");
 
+  // what the run report reads: a session row first, then per logged step the loss, lr, speed, tokens seen so far,
+  // gradient norms and wall time; evaluations with their own time
   int train_rows = 0, eval_rows = 0;
-  for (const auto& row : metrics_rows(run)) {
+  int64_t last_tokens = 0;
+  const auto rows = metrics_rows(run);
+  REQUIRE(!rows.empty());
+  REQUIRE(rows[0].contains("session"));
+  CHECK(rows[0]["step"] == 0);
+  for (const char* k : {"host", "cpu", "threads", "device", "precision", "ranks", "started"})
+    CHECK_MESSAGE(rows[0]["session"].contains(k), k);
+  CHECK(rows[0]["session"]["device"] == "cpu");
+  CHECK(rows[0]["session"]["resumed"] == false);
+  for (const auto& row : rows) {
     if (row.contains("loss")) {
       ++train_rows;
-      for (const char* k : {"step", "loss", "lr", "tokens_per_s"}) CHECK_MESSAGE(row.contains(k), k);
+      for (const char* k : {"step", "loss", "lr", "tokens_per_s", "tokens", "grad_norm", "grad_norm_max", "elapsed_s"})
+        CHECK_MESSAGE(row.contains(k), k);
       CHECK(std::isfinite(row["loss"].get<double>()));
       CHECK(row["tokens_per_s"].get<double>() > 0);
+      CHECK(row["tokens"].get<int64_t>() > last_tokens);  // 8 rows of a few tokens a step
+      last_tokens = row["tokens"].get<int64_t>();
+      CHECK(row["grad_norm"].get<double>() > 0);
+      CHECK(row["grad_norm_max"].get<double>() >= row["grad_norm"].get<double>());
     }
     if (row.contains("eval")) {
       ++eval_rows;
       for (const char* k : {"accuracy", "macro_f1"}) CHECK_MESSAGE(row["eval"].contains(k), k);
+      CHECK(row["eval_s"].get<double>() > 0);
+      CHECK(row["elapsed_s"].get<double>() > 0);
     }
   }
   CHECK(train_rows == 30);
   CHECK(eval_rows == 6);
+
+  // a resume writes its own session row and counts tokens on from the last kept row
+  const Result more = headroom("train --quiet --resume " + quote(run) + " --set train.max_steps=32");
+  REQUIRE_MESSAGE(more.code == 0, more.output);
+  const auto resumed = metrics_rows(run);
+  int sessions = 0;
+  for (const auto& row : resumed) sessions += row.contains("session");
+  CHECK(sessions == 2);
+  CHECK(resumed[rows.size()]["session"]["resumed"] == true);
+  CHECK(resumed[rows.size()]["step"] == 30);
+  CHECK(resumed[rows.size() + 1]["step"] == 31);
+  CHECK(resumed[rows.size() + 1]["tokens"].get<int64_t>() > last_tokens);
 
   const Result p = headroom("predict --run " + quote(run) + " --text 'what is the weather forecast today'");
   REQUIRE_MESSAGE(p.code == 0, p.output);

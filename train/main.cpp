@@ -2,10 +2,12 @@
 // codes: 2 for usage and config errors (CLI11's own included), 1 for other errors.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <new>
 
+#include "framework/config.h"
 #include "framework/distributed/communicator.h"
 #include "kernels/base/error.h"
 #include "train/cli/command.h"
@@ -26,7 +28,19 @@ int main(int argc, char** argv) {
                               add_info_command(app),      add_bench_command(app),     add_sweep_command(app),
                               add_allocate_command(app),  add_attention_command(app), add_prune_command(app),
                               add_heads_command(app),     add_import_hf_command(app), add_export_hf_command(app),
-                              add_embed_command(app),     add_tokenize_command(app),  add_curves_command(app)};
+                              add_embed_command(app),     add_tokenize_command(app),  add_curves_command(app),
+                              add_report_command(app)};
+  // a mistyped command: CLI11 would only say the argument was not expected
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const Command& c : commands) names.push_back(c.app->get_name());
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      const std::string hint = did_you_mean(argv[1], names);
+      std::cerr << "headroom: unknown command '" << argv[1] << "'"
+                << (hint.empty() ? "" : " (did you mean '" + hint + "'?)") << "; run headroom --help for the list\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -12,14 +12,14 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("config", o->config, "config (YAML)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--set", o->overrides, "override a config key (repeatable)");
   add_precision_option(cmd, o->overrides);
-  cmd->add_option("--batch", o->batch, "batch size")->check(CLI::PositiveNumber);
-  cmd->add_option("--seq-len", o->seq_len, "sequence length (default model.max_len)");
-  cmd->add_option("--vocab", o->vocab, "vocabulary size")->check(CLI::PositiveNumber);
-  cmd->add_option("--classes", o->classes, "number of classes")->check(CLI::PositiveNumber);
-  cmd->add_option("--steps", o->steps, "timed steps")->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", o->warmup, "untimed warm-up steps");
+  cmd->add_option("--batch", o->batch, "batch size")->check(positive_number());
+  cmd->add_option("--seq-len", o->seq_len, "sequence length (default model.max_len)")->check(positive_number());
+  cmd->add_option("--vocab", o->vocab, "vocabulary size")->check(positive_number());
+  cmd->add_option("--classes", o->classes, "number of classes")->check(positive_number());
+  cmd->add_option("--steps", o->steps, "timed steps")->check(positive_number());
+  cmd->add_option("--warmup", o->warmup, "untimed warm-up steps")->check(non_negative_number());
   cmd->add_option("--inference-runs", o->inference_runs, "timed batch inference passes (default: --steps)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->add_flag("--mlm-dense", o->mlm_dense, "an MLM model decodes every position (default: one in 7, as pretraining)");
   cmd->add_flag("--kernels", o->kernels, "also time elementwise, row and optimizer kernels alone on the config's shapes");

@@ -29,10 +29,16 @@ Command add_export_hf_command(CLI::App& app);
 Command add_embed_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
 Command add_curves_command(CLI::App& app);
+Command add_report_command(CLI::App& app);
 
 // --run DIR (required) and --checkpoint best|last: how every command that reads a run directory names it.
 void add_run_options(CLI::App* cmd, std::string& run_dir, std::string& which);
 // --precision f32|bf16, added to `overrides` as train.precision=...
 void add_precision_option(CLI::App* cmd, std::vector<std::string>& overrides);
+// Number checks for options. CLI11's PositiveNumber and NonNegativeNumber let "nan" through (every comparison with
+// NaN is false) and print their bounds with 300 digits; these refuse NaN and infinities and state the bound plainly.
+CLI::Validator positive_number();
+CLI::Validator non_negative_number();
+CLI::Validator finite_number();
 
 }  // namespace hr

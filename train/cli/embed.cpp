@@ -14,6 +14,7 @@
 #include "framework/safetensors.h"
 #include "kernels/base/error.h"
 #include "train/cli/command.h"
+#include "train/data/json_line.h"
 #include "train/run/load_encoder.h"
 #include "train/run/trainer.h"
 
@@ -41,9 +42,11 @@ std::vector<std::string> read_texts(bool jsonl) {
       continue;
     }
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const JsonLine parsed = parse_json_line(line);
+    const nlohmann::json& j = parsed.value;
     if (!j.is_object() || !j.contains("text") || !j.at("text").is_string())
-      throw UsageError("stdin line " + std::to_string(line_no) + ": expected a JSON object with a string \"text\"");
+      throw UsageError("stdin line " + std::to_string(line_no) + ": " +
+                       parsed.why_not("expected a JSON object with a string \"text\""));
     texts.push_back(j.at("text").get<std::string>());
   }
   return texts;
@@ -143,7 +146,7 @@ Command add_embed_command(CLI::App& app) {
   cmd->add_flag("--normalize", a->normalize, "L2-normalise the pooled embeddings (sentence-transformers' Normalize)");
   cmd->add_flag("--jsonl", a->jsonl, "stdin is JSONL {\"text\": ...} (default: one text a line)");
   cmd->add_option("--batch-size", a->batch_size, "texts per forward pass (each batch padded to its longest)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--out", a->out, "the safetensors file to write")->required();
   return {cmd, [a] {
             if (a->normalize && a->pooling == "none") throw UsageError("embed: --normalize needs --pooling cls|mean");

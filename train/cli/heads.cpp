@@ -13,9 +13,11 @@ Command add_heads_command(CLI::App& app) {
   a->prune.by = "";
   auto* cmd = app.add_subcommand("heads", "per-head gate probabilities, importance and pruning; heatmap PNG");
   add_run_options(cmd, a->run_dir, a->which);
-  auto* importance = cmd->add_flag("--importance", a->importance, "score heads by loss sensitivity (Michel et al. 2019)");
-  auto* by_role = cmd->add_flag("--roles", roles->requested, "what each head attends to: previous/next token, itself, [CLS], [SEP], "
-                                           "entropy (Clark et al. 2019); a heatmap PNG per statistic")
+  auto* importance =
+      cmd->add_flag("--importance", a->importance, "score heads by loss sensitivity (Michel et al. 2019)");
+  auto* by_role = cmd->add_flag("--roles", roles->requested,
+                                "what each head attends to: previous/next token, itself, [CLS], [SEP], entropy "
+                                "(Clark et al. 2019); a heatmap PNG per statistic")
                       ->excludes(importance);
   cmd->add_option("--text-file", roles->text_file, "roles: measure on this plain text (one input a line, cut to "
                                                    "128 tokens) instead of the run's --split")
@@ -23,11 +25,14 @@ Command add_heads_command(CLI::App& app) {
   cmd->add_option("--split", a->importance_options.split, "importance, roles: data split (train | eval | test)")
       ->check(CLI::IsMember({"train", "eval", "test"}));
   cmd->add_option("--batches", a->importance_options.batches, "importance, roles: batches to average over (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd->add_option("--by", a->prune.by, "pruning rule ranks by gates | importance (default: gates if gated)")
       ->check(CLI::IsMember({"gates", "importance"}));
-  auto* threshold = cmd->add_option("--threshold", a->prune.threshold, "pruning threshold (default 0)");
-  cmd->add_option("--keep", a->prune.keep, "prune to this many heads")->check(CLI::NonNegativeNumber)->excludes(threshold);
+  auto* threshold = cmd->add_option("--threshold", a->prune.threshold, "pruning threshold (default 0)")
+                             ->check(finite_number());
+  cmd->add_option("--keep", a->prune.keep, "prune to this many heads")
+      ->check(non_negative_number())
+      ->excludes(threshold);
   cmd->add_option("--png", a->png, "heatmap path (default <run>/heads.png; --roles: X.png "
                                    "becomes X-prev.png, ..., default <run>/roles-prev.png, ...)");
   return {cmd, [a, roles] {

@@ -21,6 +21,7 @@ int info_command(const std::string& config, const std::vector<std::string>& over
   if (rc.data.present) dims = make_task(rc.root, TaskContext{rc.data, dir, true, ""})->dims();
   dims.vocab_size = rc.tokenizer.vocab.empty() ? rc.tokenizer.vocab_size : Vocab::load(rc.tokenizer.vocab).size();
   auto model = build_model(rc.root.child("model"), dims);
+  rc.root.check_all_read();  // the keys train would refuse (train.lerning_rate), refused here too
   std::cout << config << ": vocabulary " << dims.vocab_size << ", " << dims.num_labels << " labels\n";
   print_model_info(std::cout, *model, seq_len > 0 ? seq_len : model->max_len());
   return 0;
@@ -39,7 +40,8 @@ Command add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "per-layer heads, parameters and FLOPs of a config");
   cmd->add_option("config", a->config, "config (YAML)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--set", a->overrides, "override a config key (repeatable)");
-  cmd->add_option("--seq-len", a->seq_len, "sequence length for the FLOP counts (default model.max_len)");
+  cmd->add_option("--seq-len", a->seq_len, "sequence length for the FLOP counts (default model.max_len)")
+      ->check(positive_number());
   return {cmd, [a] { return info_command(a->config, a->overrides, a->seq_len); }};
 }
 

@@ -7,6 +7,7 @@
 
 #include "train/cli/command.h"
 #include "kernels/base/error.h"
+#include "train/data/json_line.h"
 #include "train/run/trainer.h"
 
 namespace hr {
@@ -71,12 +72,13 @@ int predict_command(const PredictArgs& a) {
   for (std::string line; std::getline(std::cin, line);) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);  // invalid UTF-8 included
+    const JsonLine parsed = parse_json_line(line);  // invalid UTF-8 and too deep a nesting included
+    const nlohmann::json& j = parsed.value;
     bool ok = j.is_object();
     for (const auto& f : fields) ok = ok && j.contains(f) && j[f].is_string();
     if (!ok) {
-      const std::string why = "stdin line " + std::to_string(line_no) + ": expected a JSON object with the string " +
-                              "fields " + wanted;
+      const std::string why = "stdin line " + std::to_string(line_no) + ": " +
+                              parsed.why_not("expected a JSON object with the string fields " + wanted);
       std::cerr << "error: " << why << "\n";
       pending.push_back({{"line", line_no}, {"error", why}});
       ++bad;
@@ -107,7 +109,7 @@ Command add_predict_command(CLI::App& app) {
   cmd->add_option("--text", a->texts, "a text to label (repeatable)");
   cmd->add_option("--question", a->question, "QA runs: the question");
   cmd->add_option("--context", a->context, "QA runs: the text holding the answer");
-  cmd->add_option("--top", a->top, "how many labels to show")->check(CLI::PositiveNumber);
+  cmd->add_option("--top", a->top, "how many labels to show")->check(positive_number());
   add_precision_option(cmd, a->overrides);
   return {cmd, [a] { return predict_command(*a); }};
 }

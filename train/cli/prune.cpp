@@ -13,14 +13,15 @@ Command add_prune_command(CLI::App& app) {
   cmd->add_option("--out", a->out_dir, "new run directory (default <run>-pruned)");
   cmd->add_option("--by", a->options.by, "rank heads by gates | importance")
       ->check(CLI::IsMember({"gates", "importance"}));
-  auto* threshold = cmd->add_option("--threshold", a->options.threshold, "keep heads scoring above this (default 0)");
+  auto* threshold = cmd->add_option("--threshold", a->options.threshold, "keep heads scoring above this (default 0)")
+                             ->check(finite_number());
   cmd->add_option("--keep", a->options.keep, "keep this many heads of the whole model")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->excludes(threshold);
   cmd->add_option("--split", a->importance.split, "importance: data split (train | eval | test)")
       ->check(CLI::IsMember({"train", "eval", "test"}));
   cmd->add_option("--batches", a->importance.batches, "importance: batches to average over (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   return {cmd, [a] { return prune_command(*a); }};
 }
 

@@ -1,6 +1,32 @@
+#include <cmath>
+
 #include "train/cli/command.h"
 
 namespace hr {
+
+namespace {
+
+CLI::Validator number_check(const std::string& what, bool (*ok)(double)) {
+  return CLI::Validator(
+      [what, ok](std::string& text) -> std::string {
+        double v = 0;
+        if (CLI::detail::lexical_cast(text, v) && std::isfinite(v) && ok(v)) return "";
+        return "must be " + what + ", got '" + text + "'";
+      },
+      what);
+}
+
+}  // namespace
+
+CLI::Validator positive_number() {
+  return number_check("a number > 0", [](double v) { return v > 0; });
+}
+CLI::Validator non_negative_number() {
+  return number_check("a number >= 0", [](double v) { return v >= 0; });
+}
+CLI::Validator finite_number() {
+  return number_check("a finite number", [](double) { return true; });
+}
 
 void add_run_options(CLI::App* cmd, std::string& run_dir, std::string& which) {
   cmd->add_option("--run", run_dir, "run directory")->required()->check(CLI::ExistingDirectory);

@@ -8,6 +8,7 @@
 
 #include "kernels/base/error.h"
 #include "train/cli/command.h"
+#include "train/data/json_line.h"
 #include "train/run/run_config.h"
 #include "train/tokenizer/tokenizer.h"
 
@@ -35,9 +36,11 @@ int tokenize_command(const TokenizeArgs& a) {
     std::string text = line;
     if (a.jsonl) {
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      const JsonLine parsed = parse_json_line(line);
+      const nlohmann::json& j = parsed.value;
       if (!j.is_object() || !j.contains("text") || !j.at("text").is_string())
-        throw UsageError("stdin line " + std::to_string(line_no) + ": expected a JSON object with a string \"text\"");
+        throw UsageError("stdin line " + std::to_string(line_no) + ": " +
+                         parsed.why_not("expected a JSON object with a string \"text\""));
       text = j.at("text").get<std::string>();
     }
     std::vector<int32_t> ids = tok.encode(text).ids;

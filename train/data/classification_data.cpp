@@ -6,6 +6,7 @@
 #include "kernels/base/error.h"
 #include "train/data/data_file.h"
 #include "train/data/delimited_records.h"
+#include "train/data/json_line.h"
 #include "train/data/located_json.h"
 #include "train/data/utf8_codepoints.h"
 
@@ -200,15 +201,8 @@ void load_jsonl(const ClassificationDataOptions& options, LoadResult& result) {
     if (!is_valid_utf8(line)) {
       problem = "invalid UTF-8";
     } else {
-      json row;
-      try {
-        row = json::parse(line);
-        problem = read_jsonl_object(row, options, example);
-      } catch (const json::parse_error& e) {
-        problem = "invalid JSON (at column " + std::to_string(e.byte) + ")";
-      } catch (const json::out_of_range&) {  // a number past the range of double: 1e999
-        problem = "invalid JSON (a number out of range)";
-      }
+      const JsonLine row = parse_json_line(line);
+      problem = row.problem.empty() ? read_jsonl_object(row.value, options, example) : row.problem;
     }
     if (!problem.empty()) {
       report_issue(result.issues, options.on_error, {example.source, problem});

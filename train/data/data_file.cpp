@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "framework/regular_file.h"
 #include "kernels/base/error.h"
 
 namespace hr {
@@ -14,12 +13,7 @@ std::string read_data_file(const std::string& path) {
   const auto status = std::filesystem::status(path, ec);
   HR_CHECK(std::filesystem::exists(status), path + ": no such file");
   HR_CHECK(std::filesystem::is_regular_file(status), path + ": not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  HR_CHECK(in, path + ": cannot open for reading");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  HR_CHECK(!in.bad(), path + ": read failed");
-  return std::move(bytes).str();
+  return read_file_bytes(path);
 }
 
 LineIndex::LineIndex(std::string_view text) {

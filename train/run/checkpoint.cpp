@@ -36,7 +36,7 @@ bool encoder_tensor(const std::string& name) {
 }
 
 void write_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer, const TrainState& s,
-                      const std::set<std::string>& leave_out) {
+                      const std::set<std::string>& leave_out, const ModelRecord* record = nullptr) {
   SafeTensorsFile f;
   for (const auto& [name, t] : model.named_parameters())
     if (!leave_out.count(name)) f.tensors[name] = to_safetensor(t);
@@ -52,22 +52,25 @@ void write_checkpoint(const std::string& path, const Module& model, const Optimi
   f.metadata["best_step"] = std::to_string(s.best_step);
   f.metadata["optimizer"] = optimizer ? optimizer->name() : "none";
   f.metadata["optimizer_steps"] = std::to_string(optimizer ? optimizer->steps() : 0);
+  if (record) add_model_record(f.metadata, *record);
   write_safetensors(path, f);
 }
 
 }  // namespace
 
-void save_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer, const TrainState& s) {
-  write_checkpoint(path, model, optimizer, s, {});
+void save_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer, const TrainState& s,
+                     const ModelRecord* record) {
+  write_checkpoint(path, model, optimizer, s, {}, record);
 }
 
 void save_weights(const std::string& path, const Module& model, const std::set<std::string>& leave_out) {
   write_checkpoint(path, model, nullptr, TrainState{}, leave_out);
 }
 
-TrainState load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer) {
+TrainState load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer, const ModelRecord* expected) {
   const SafeTensorsFile f = read_safetensors(path);
   HR_CHECK(meta(f, path, "format") == "headroom-checkpoint-1", path + ": unknown checkpoint format");
+  if (expected) check_model_record(f.metadata, path, *expected);  // before shapes: it names the keys that differ
   for (auto& [name, t] : model.named_parameters()) {
     auto it = f.tensors.find(name);
     HR_CHECK(it != f.tensors.end(), path + ": parameter '" + name + "' missing (a checkpoint of another model?)");
@@ -86,6 +89,14 @@ TrainState load_checkpoint(const std::string& path, Module& model, Optimizer* op
   } catch (const std::logic_error&) {
     throw Error(path + ": malformed training state in the checkpoint metadata");
   }
+  // a position no run reaches (every epoch takes at least one step): a damaged or edited file, which a resume would
+  // continue from a place in the schedule that does not exist
+  if (!(s.step >= 0 && s.epoch >= 0 && s.epoch <= s.step && s.batch_in_epoch >= 0 && s.batch_in_epoch <= s.step &&
+        s.best_step >= -1 && s.best_step <= s.step))
+    throw Error(path + ": the training position in its metadata is out of range (step " + std::to_string(s.step) +
+                ", epoch " + std::to_string(s.epoch) + ", batch_in_epoch " + std::to_string(s.batch_in_epoch) +
+                ", best_step " + std::to_string(s.best_step) + "; a run has 0 <= epoch, batch_in_epoch <= step and "
+                "-1 <= best_step <= step): a damaged checkpoint; use the other one (--checkpoint) or a copy");
   if (optimizer) {
     // checkpoints from before the optimizer was recorded were all AdamW's
     const auto saved = f.metadata.count("optimizer") ? f.metadata.at("optimizer") : std::string("adamw");

@@ -9,6 +9,7 @@
 
 #include "framework/module.h"
 #include "framework/optim.h"
+#include "train/run/model_record.h"
 
 namespace hr {
 
@@ -24,11 +25,15 @@ struct TrainState {
   std::string note;  // from load_checkpoint: no checksums to verify, or optimizer state not restored (another one)
 };
 
-void save_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer, const TrainState& state);
+// `record`, when given, goes into the metadata (train/run/model_record.h).
+void save_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer, const TrainState& state,
+                     const ModelRecord* record = nullptr);
 // Restores weights (every parameter must be present with its shape), optimizer state when `optimizer` is given (the
 // checkpoint must come from the same optimizer), and returns the training position. A truncated or foreign file, a
-// missing key or a wrong shape: hr::Error naming the file.
-TrainState load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer);
+// missing key, a wrong shape or a training position out of range: hr::Error naming the file. With `expected`, first
+// the model the checkpoint records is compared with it (a ConfigError naming what differs).
+TrainState load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer,
+                           const ModelRecord* expected = nullptr);
 
 // The weights of `model` less the parameters named in `leave_out`, as a checkpoint without optimizer state: a
 // starting point for train.init_from whose missing parameters the new run initialises (an imported BERT classifier

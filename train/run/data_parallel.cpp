@@ -1,5 +1,7 @@
 #include "train/run/data_parallel.h"
 
+#include "framework/ops.h"
+#include "framework/random.h"
 #include "kernels/base/error.h"
 
 namespace hr {
@@ -23,6 +25,18 @@ Batch batch_rows(const Batch& b, Shard s) {
   out.span_mask = part(b.span_mask);
   for (float m : out.input.token_mask.to_vector()) out.tokens += m > 0.f;
   return out;
+}
+
+Tensor shard_loss(const Communicator& comm, const Task& task, const Batch& global, int64_t rows,
+                  const std::function<Tensor(const Batch&)>& loss_of) {
+  const Shard s = shard_of(rows, comm.rank(), comm.size());
+  if (s.count == 0) return Tensor();
+  BatchRowsScope scope(BatchRows{s.first, s.count, rows});
+  const Batch shard = batch_rows(global, s);
+  const auto whole = static_cast<float>(task.loss_weight(global));
+  const float share = whole > 0 ? static_cast<float>(task.loss_weight(shard)) / whole
+                                : static_cast<float>(s.count) / static_cast<float>(rows);
+  return scale(loss_of(shard), share);
 }
 
 void broadcast_parameters(Communicator& comm, const std::vector<Tensor>& params, int root) {

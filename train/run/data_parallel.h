@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "framework/distributed/communicator.h"
 #include "framework/module.h"
@@ -23,6 +24,12 @@ Shard shard_of(int64_t rows, int rank, int size);
 // Rows [s.first, s.first + s.count) of a batch (views; every tensor of a Batch is batch-major). `tokens` becomes the
 // shard's real tokens.
 Batch batch_rows(const Batch& b, Shard s);
+
+// This rank's part of a global batch's loss (`rows` rows): the loss of its shard, with dropout drawing the global
+// batch's counters, weighted by the shard's share of what the loss is a mean over (rows; MLM: masked tokens), so that
+// the ranks' gradients sum to the global batch's. Undefined when the rank's shard is empty.
+Tensor shard_loss(const Communicator& comm, const Task& task, const Batch& global, int64_t rows,
+                  const std::function<Tensor(const Batch&)>& loss_of);
 
 // Every rank's parameters become rank `root`'s.
 void broadcast_parameters(Communicator& comm, const std::vector<Tensor>& params, int root = 0);

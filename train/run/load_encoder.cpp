@@ -22,8 +22,7 @@ LoadedEncoder load_encoder(const std::string& dir, const std::string& which) {
   e.tokenizer = std::make_unique<Tokenizer>(
       Vocab::load(dir + "/vocab.txt"), BasicTokenizer(e.config.tokenizer.lower_case, e.config.tokenizer.strip_accents));
   e.model = build_model(e.config.root.child("model"), ModelDims{e.tokenizer->vocab().size(), 1, 0});
-  const std::string ckpt = dir + "/checkpoint-" + which + ".safetensors";
-  HR_CHECK(fs::exists(ckpt), "no checkpoint " + ckpt);
+  const std::string ckpt = checkpoint_path(dir, which);
   const SafeTensorsFile f = read_safetensors(ckpt);
   const std::string head = std::string(e.model->head().name()) + ".";
   for (auto& [name, param] : e.model->named_parameters()) {

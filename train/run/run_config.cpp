@@ -121,8 +121,9 @@ void check_model(const Config& root, const DataOptions& data) {
 
 }  // namespace
 
-RunConfig read_run_config(Config root, const std::string& name, bool check_files) {
-  RunConfig rc{root, name, read_tokenizer(root, check_files), read_data(root, check_files), read_train(root)};
+RunConfig read_run_config(Config root, const std::string& name, bool check_files, bool run_vocab) {
+  RunConfig rc{root, name, read_tokenizer(root, check_files && !run_vocab), read_data(root, check_files),
+               read_train(root)};
   check_model(root, rc.data);
   return rc;
 }
@@ -131,10 +132,35 @@ void require_train_data(const RunConfig& rc) {
   if (rc.data.present) rc.data.options->require_train_data(rc.root.child("data"));
 }
 
-RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides, bool check_files) {
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides, bool check_files,
+                          bool run_vocab) {
   Config root = Config::load_file(path);
   for (const std::string& o : overrides) root.apply_override(o);
-  return read_run_config(root, std::filesystem::path(path).stem().string(), check_files);
+  return read_run_config(root, std::filesystem::path(path).stem().string(), check_files, run_vocab);
+}
+
+std::string stored_config_text(const Config& root) {
+  YAML::Node n = YAML::Load(root.dump());
+  const YAML::Node& lookup = n;  // const: a missing key is not inserted
+  const auto absolute = [](YAML::Node v) {
+    if (v.IsScalar() && !v.Scalar().empty()) v = std::filesystem::absolute(v.Scalar()).lexically_normal().string();
+  };
+  for (const auto& [block, keys] : {std::pair{"tokenizer", std::vector<const char*>{"vocab"}},
+                                    {"train", {"init_from"}},
+                                    {"data", {"path", "train_path", "eval_path", "test_path", "cache_dir"}}}) {
+    if (!lookup[block] || !lookup[block].IsMap()) continue;
+    for (const char* key : keys) {
+      if (!lookup[block][key]) continue;
+      YAML::Node v = n[block][key];
+      if (v.IsSequence())
+        for (YAML::Node item : v) absolute(item);
+      else
+        absolute(v);
+    }
+  }
+  YAML::Emitter out;
+  out << n;
+  return std::string(out.c_str()) + "\n";
 }
 
 }  // namespace hr

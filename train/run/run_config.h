@@ -61,9 +61,16 @@ struct RunConfig {
 
 // Loads the file, applies the --set overrides, reads tokenizer:/data:/train:. Paths in the config are relative to the
 // current directory; `check_files` false skips checking that the data and vocabulary files exist (a run directory
-// served by predict needs neither). `check_all_read` runs after the model is built (train/run/trainer.cpp).
-RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides, bool check_files = true);
-RunConfig read_run_config(Config root, const std::string& name, bool check_files = true);
+// served by predict needs neither); `run_vocab` skips tokenizer.vocab alone (a run directory, whose own vocab.txt is
+// its vocabulary). `check_all_read` runs after the model is built (train/run/trainer.cpp).
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides, bool check_files = true,
+                          bool run_vocab = false);
+RunConfig read_run_config(Config root, const std::string& name, bool check_files = true, bool run_vocab = false);
+
+// The config as a run directory stores it: its path keys (tokenizer.vocab, train.init_from, data.path,
+// data.train_path / eval_path / test_path (a path or a list of them), data.cache_dir) made absolute, so that the run
+// serves every command from any working directory.
+std::string stored_config_text(const Config& root);
 // Training needs its data (the task says which keys: data.train_path, or data.path of a CLINC150 file): a ConfigError
 // naming the key, or a misspelt key meant for it, when it is missing or empty.
 void require_train_data(const RunConfig& rc);

@@ -1,6 +1,5 @@
-// The training run: builds tokenizer, task and model from a RunConfig, trains with train.optimizer (warm-up + decay,
-// clipping, accumulation), evaluates, keeps the best and the last checkpoint, and writes metrics.jsonl in the run
-// directory.
+// Runs and run directories: `headroom train` (train_command; the loop itself is train/run/train_loop.h) and loading a
+// run directory back for eval, predict, resume, prune and the analysis tools.
 #pragma once
 
 #include <memory>
@@ -13,6 +12,9 @@
 #include "train/tokenizer/tokenizer.h"
 
 namespace hr {
+
+// The run's vocab.txt when there is one, else tokenizer.vocab, else one learned from the task's training texts.
+std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerOptions& t, const Task& task, const std::string& run_vocab);
 
 // Everything a run directory holds, loaded back for eval / predict / resume / prune.
 struct LoadedRun {
@@ -29,6 +31,10 @@ struct LoadedRun {
 LoadedRun load_run(const std::string& dir, const std::string& which, bool load_data = true,
                    const std::vector<std::string>& overrides = {});
 
+// DIR/checkpoint-<which>.safetensors; for "best" of a run stopped before its first evaluation (max_steps, a signal)
+// checkpoint-last, with a note on stderr. UsageError when the run has neither.
+std::string checkpoint_path(const std::string& dir, const std::string& which);
+
 struct TrainArgs {
   std::string config_path;
   std::vector<std::string> overrides;
@@ -37,9 +43,10 @@ struct TrainArgs {
   bool quiet = false;
 };
 
-// Returns the process exit code: 0 done, 3 stopped on repeated non-finite losses, 128 + the signal when SIGINT or
-// SIGTERM stopped it (after saving checkpoint-last at the step boundary). An --out that already holds a run is a
-// UsageError.
+// Returns the process exit code: 0 done, 3 stopped on repeated non-finite losses, 128 + the signal when SIGINT,
+// SIGTERM or SIGHUP stopped it (after saving checkpoint-last at the step boundary). An --out that already holds a run,
+// and an --out with --resume, are UsageErrors. A resume writes its run directory only after the config (its --set
+// overrides included) has built the model and loaded the checkpoint.
 int train_command(const TrainArgs& args);
 
 }  // namespace hr

@@ -5,11 +5,14 @@
 #include <fstream>
 #include <iostream>
 #include <numeric>
+#include <sstream>
 
 #include "framework/atomic_file.h"
 #include "framework/autograd.h"
+#include "framework/regular_file.h"
 #include "kernels/base/error.h"
 #include "framework/ops.h"
+#include "train/tasks/classification_breakdown.h"
 
 namespace hr {
 
@@ -117,7 +120,9 @@ ClassificationTask::ClassificationTask(const DataOptions& data, std::optional<La
   const ClassificationOptions& o = options();
   if (o.has_split("train")) {
     train_.examples = load("train", labels);
-    HR_CHECK(!train_.examples.empty(), "no training examples were loaded");
+    const std::string file = o.format == "clinc150" ? o.path + " (split " + o.train_split + ")" : o.files.path("train");
+    HR_CHECK(!train_.examples.empty(), "no training examples were loaded from " + file + ": every row was skipped "
+                                       "(the messages above say why) or the file is empty");
   }
   HR_CHECK(labels || !train_.examples.empty(), "classification: without data.train_path, the labels must come from the "
                                                "run's labels.txt");
@@ -180,8 +185,7 @@ void ClassificationTask::save(const std::string& run_dir) const {
 std::unique_ptr<Task> make_classification_task(const TaskContext& ctx) {
   std::optional<LabelSet> labels;
   if (const std::string path = ctx.run_dir + "/labels.txt"; !ctx.run_dir.empty() && std::filesystem::exists(path)) {
-    std::ifstream f(path);
-    HR_CHECK(f.good(), "cannot read " + path);
+    std::istringstream f(read_regular_file(path, 64 << 20, "labels.txt"));
     std::vector<std::string> names;
     for (std::string line; std::getline(f, line);) names.push_back(line);
     labels = LabelSet::in_order(names, path);
@@ -227,8 +231,8 @@ Batch ClassificationTask::make_split_batch(const std::string& split, const std::
 
 bool ClassificationTask::has_split(const std::string& split) const { return eval_splits_.count(split) > 0; }
 
-EvalResult ClassificationTask::evaluate(EncoderModel& model, const std::string& split, Device d, int64_t batch_size) {
-  const Split& s = eval_splits_.at(split);
+std::vector<int32_t> ClassificationTask::predicted_labels(EncoderModel& model, const Split& s, Device d,
+                                                         int64_t batch_size) const {
   const bool was_training = model.training();
   model.eval();
   NoGradGuard ng;
@@ -245,10 +249,32 @@ EvalResult ClassificationTask::evaluate(EncoderModel& model, const std::string& 
     }
   }
   model.train(was_training);
+  return pred;
+}
+
+EvalResult ClassificationTask::evaluate(EncoderModel& model, const std::string& split, Device d, int64_t batch_size) {
+  const Split& s = eval_splits_.at(split);
+  const std::vector<int32_t> pred = predicted_labels(model, s, d, batch_size);
   const auto oos = labels_.find("oos");
   EvalResult r;
   r.metrics = classification_metrics(s.labels, pred, labels_.size(), oos ? *oos : -1);
   r.primary = "accuracy";
+  return r;
+}
+
+std::vector<BreakdownTable> ClassificationTask::error_breakdown(EncoderModel& model, const std::string& split, Device d,
+                                                                int64_t batch_size) {
+  HR_CHECK(has_split(split), "the run's data has no '" + split + "' split");
+  const Split& s = eval_splits_.at(split);
+  return classification_breakdown(s.labels, predicted_labels(model, s, d, batch_size), labels_.labels(), split);
+}
+
+nlohmann::json ClassificationTask::example_request(const std::string& split) const {
+  if (!has_split(split) || eval_splits_.at(split).examples.empty()) return nullptr;
+  const TextExample& e = eval_splits_.at(split).examples.front();
+  const std::vector<std::string> fields = input_fields();
+  nlohmann::json r = {{fields[0], e.text}};
+  if (pairs()) r[fields[1]] = e.text_pair;
   return r;
 }
 

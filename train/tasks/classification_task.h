@@ -40,6 +40,10 @@ class ClassificationTask : public Task {
   // {<input_fields()>, "label": the best label, "top": [{"label", "probability"}] the `top` best}
   std::vector<nlohmann::json> predict(EncoderModel& model, const std::vector<nlohmann::json>& requests, Device d,
                                       int64_t batch_size, int top) const override;
+  // the most confused label pairs and the labels with the lowest F1 (classification_breakdown.h)
+  std::vector<BreakdownTable> error_breakdown(EncoderModel& model, const std::string& split, Device d,
+                                              int64_t batch_size) override;
+  nlohmann::json example_request(const std::string& split) const override;
 
  private:
   struct Split {
@@ -53,6 +57,7 @@ class ClassificationTask : public Task {
   std::vector<TextExample> load(const std::string& which, const std::optional<LabelSet>& known);
   void encode_split(Split& s) const;
   Batch batch_of(const Split& s, const std::vector<int64_t>& rows, Device d) const;
+  std::vector<int32_t> predicted_labels(EncoderModel& model, const Split& s, Device d, int64_t batch_size) const;
 
   DataOptions data_;
   LabelSet labels_;

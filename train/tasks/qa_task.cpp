@@ -10,6 +10,7 @@
 #include "framework/ops.h"
 #include "train/data/squad_metric.h"
 #include "train/data/utf8_codepoints.h"
+#include "train/tasks/qa_breakdown.h"
 
 namespace hr {
 
@@ -255,8 +256,9 @@ Tensor QaTask::loss(EncoderModel& model, const Batch& batch, float label_smoothi
   return scale(add(start, end), 0.5f);
 }
 
-EvalResult QaTask::evaluate(EncoderModel& model, const std::string& split, Device d, int64_t batch_size) {
-  HR_CHECK(tok_, "QaTask::evaluate before encode");
+std::map<std::string, std::string> QaTask::answer_split(EncoderModel& model, const std::string& split, Device d,
+                                                        int64_t batch_size) const {
+  HR_CHECK(tok_, "QaTask: answering before encode");
   const std::vector<QaExample>& gold = eval_splits_.at(split);
   std::vector<std::pair<std::string, std::string>> questions;
   for (const QaExample& e : gold) questions.emplace_back(e.question, e.context);
@@ -264,6 +266,25 @@ EvalResult QaTask::evaluate(EncoderModel& model, const std::string& split, Devic
       predict_answers(model, *tok_, windowing(max_len_), options().max_answer_len, questions, d, batch_size);
   std::map<std::string, std::string> predictions;
   for (size_t i = 0; i < gold.size(); ++i) predictions[gold[i].id] = answers[i].text;
+  return predictions;
+}
+
+std::vector<BreakdownTable> QaTask::error_breakdown(EncoderModel& model, const std::string& split, Device d,
+                                                    int64_t batch_size) {
+  HR_CHECK(has_split(split), "the run's data has no '" + split + "' split");
+  return qa_breakdown(eval_splits_.at(split), answer_split(model, split, d, batch_size),
+                      parse_qa_metric(options().metric), split);
+}
+
+nlohmann::json QaTask::example_request(const std::string& split) const {
+  if (!has_split(split) || eval_splits_.at(split).empty()) return nullptr;
+  const QaExample& e = eval_splits_.at(split).front();
+  return {{"question", e.question}, {"context", e.context}};
+}
+
+EvalResult QaTask::evaluate(EncoderModel& model, const std::string& split, Device d, int64_t batch_size) {
+  const std::vector<QaExample>& gold = eval_splits_.at(split);
+  const std::map<std::string, std::string> predictions = answer_split(model, split, d, batch_size);
   if (!predictions_dir_.empty()) {
     const std::string name = split == "eval" ? "predictions.json" : "predictions-" + split + ".json";
     write_predictions_json((std::filesystem::path(predictions_dir_) / name).string(), predictions);

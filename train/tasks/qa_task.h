@@ -96,9 +96,15 @@ class QaTask : public Task {
   // the context has no token
   std::vector<nlohmann::json> predict(EncoderModel& model, const std::vector<nlohmann::json>& requests, Device d,
                                       int64_t batch_size, int top) const override;
+  // exact match and F1 by answer length and question type (qa_breakdown.h)
+  std::vector<BreakdownTable> error_breakdown(EncoderModel& model, const std::string& split, Device d,
+                                              int64_t batch_size) override;
+  nlohmann::json example_request(const std::string& split) const override;
 
  private:
   SquadData load(const std::string& path);
+  std::map<std::string, std::string> answer_split(EncoderModel& model, const std::string& split, Device d,
+                                                  int64_t batch_size) const;  // {id: answer text}
   const QaOptions& options() const { return data_.as<QaOptions>(); }
 
   DataOptions data_;

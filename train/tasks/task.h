@@ -24,6 +24,14 @@ struct Batch {
   int64_t tokens = 0;     // real (unpadded) tokens
 };
 
+// One table of a run report's error breakdown (train/tools/run_report.h): cells already formatted.
+struct BreakdownTable {
+  std::string title;
+  std::string note;  // what the rows are and how they were chosen
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+};
+
 struct EvalResult {
   std::map<std::string, double> metrics;  // e.g. accuracy, macro_f1, oos_recall / exact_match, f1
   std::string primary;                    // the metric that picks the best checkpoint (higher is better)
@@ -76,6 +84,21 @@ class Task {
   // One JSON answer per request (an object holding input_fields()), with the model in eval mode.
   virtual std::vector<nlohmann::json> predict(EncoderModel& model, const std::vector<nlohmann::json>& requests,
                                               Device d, int64_t batch_size, int top) const = 0;
+
+  // ---- the run report (train/tools/run_report.h)
+  // Where the model goes wrong on a split ("eval" or "test"), as tables: one pass over the split. Empty for a task
+  // without a breakdown.
+  virtual std::vector<BreakdownTable> error_breakdown(EncoderModel& model, const std::string& split, Device d,
+                                                      int64_t batch_size) {
+    (void)model, (void)split, (void)d, (void)batch_size;
+    return {};
+  }
+  // A request (an object holding input_fields()) made of the split's first row, the example of the report's attention
+  // maps; null when the split is not loaded or the task keeps no texts.
+  virtual nlohmann::json example_request(const std::string& split) const {
+    (void)split;
+    return nullptr;
+  }
 };
 
 }  // namespace hr

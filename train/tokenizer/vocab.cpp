@@ -1,11 +1,14 @@
 #include "train/tokenizer/vocab.h"
 
-#include <fstream>
-#include <sstream>
-
+#include "framework/atomic_file.h"
+#include "framework/regular_file.h"
 #include "kernels/base/error.h"
 
 namespace hr {
+
+namespace {
+constexpr uint64_t kMaxVocabBytes = 1ull << 30;  // 2^24 tokens (tokenizer.vocab_size's bound) of 64 bytes
+}  // namespace
 
 Vocab::Vocab(std::vector<std::string> tokens, const std::string& origin) : tokens_(std::move(tokens)) {
   ids_.reserve(tokens_.size());
@@ -31,11 +34,10 @@ Vocab::Vocab(std::vector<std::string> tokens, const std::string& origin) : token
 }
 
 Vocab Vocab::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open vocabulary file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  const std::string text = read_regular_file(path, kMaxVocabBytes, "vocabulary");
+  // taken as part of the first token, it would rename it ("\xEF\xBB\xBF[PAD]"): say so rather than "no [PAD]"
+  if (text.starts_with("\xEF\xBB\xBF"))
+    throw Error(path + ": starts with a UTF-8 byte order mark (BOM); save the vocabulary as UTF-8 without one");
 
   std::vector<std::string> tokens;
   for (size_t start = 0; start < text.size();) {
@@ -50,9 +52,9 @@ Vocab Vocab::load(const std::string& path) {
 }
 
 void Vocab::save(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary);
-  for (const std::string& t : tokens_) out << t << '\n';
-  if (!out.flush()) throw Error(path + ": cannot write vocabulary file");
+  write_file_atomically(path, [&](std::ostream& out) {
+    for (const std::string& t : tokens_) out << t << '\n';
+  });
 }
 
 std::optional<int32_t> Vocab::find(std::string_view token) const {

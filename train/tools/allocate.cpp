@@ -16,6 +16,7 @@
 #include "kernels/base/error.h"
 #include "models/head_pruning.h"
 #include "train/tools/plot.h"
+#include "train/tools/run_report.h"
 
 namespace fs = std::filesystem;
 
@@ -160,8 +161,8 @@ void write_allocate_report(const std::string& dir, const std::vector<AllocateRes
       << "_sd,train_ms_per_step,latency_b1_ms,latency_b32_ms\n";
   std::ofstream md(dir + "/results.md");
   md << "| model | heads per layer | parameters | FLOPs per token | " << metric
-     << " (mean ± sd, seeds) | train step ms | latency b1 ms | latency b32 ms |\n"
-     << "|---|---|---:|---:|---:|---:|---:|---:|\n";
+     << " (mean ± sd, seeds) | train step ms | latency b1 ms | latency b32 ms | reports |\n"
+     << "|---|---|---:|---:|---:|---:|---:|---:|---|\n";
   LinePlot plot{metric + " vs parameters (mean ± sd over seeds)", "parameters", metric, {}, false};
   for (const std::string& name : order) {
     const AllocateResult& r = *first[name];
@@ -170,12 +171,19 @@ void write_allocate_report(const std::string& dir, const std::vector<AllocateRes
         << "," << s.value.mean << "," << s.value.sd << "," << s.step_ms << "," << s.latency_b1_ms << ","
         << s.latency_b32_ms << "\n";
     char line[512];
-    std::snprintf(line, sizeof line, "| %s | %s | %lld | %.0f | %.4f ± %.4f (%zu) | %.1f | %.2f | %.1f |\n",
+    std::snprintf(line, sizeof line, "| %s | %s | %lld | %.0f | %.4f ± %.4f (%zu) | %.1f | %.2f | %.1f |",
                   name.c_str(), heads_text(r.heads).c_str(), static_cast<long long>(r.parameters), r.flops_per_token,
                   s.value.mean, s.value.sd, s.seeds, s.step_ms, s.latency_b1_ms, s.latency_b32_ms);
-    md << line;
+    std::string links;  // each seed's run report
+    for (const AllocateResult& other : results) {
+      if (other.name != name) continue;
+      const std::string l = report_link(dir, run_dir(dir, name, other.seed), "seed " + std::to_string(other.seed));
+      if (!l.empty()) links += (links.empty() ? "" : ", ") + l;
+    }
+    md << line << " " << links << " |\n";
     plot.series.push_back({name, {static_cast<double>(r.parameters)}, {s.value.mean}, {s.value.sd}});
   }
+  if (fs::exists(dir + "/report.html")) md << "\nAll runs compared: [report.html](report.html)\n";
   write_line_plot_png(dir + "/metric_vs_parameters.png", plot);
 }
 
@@ -354,6 +362,9 @@ int allocate_command(const AllocateArgs& args) {
       write_text(run + "/result.json", to_json(r).dump(2) + "\n");
     }
   }
+  std::vector<std::string> runs;
+  for (const AllocateResult& r : results) runs.push_back(run_dir(dir, r.name, r.seed));
+  write_run_reports("allocate", dir, runs);
   write_allocate_report(dir, results);
   std::ifstream md(dir + "/results.md");
   std::cout << md.rdbuf() << "allocate: wrote " << dir << "/allocated.yaml, allocation.json, results.csv, "

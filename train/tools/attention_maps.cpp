@@ -44,18 +44,30 @@ TokenRow encode_input(const Tokenizer& tok, const std::string& a, const std::str
 
 int attention_command(const AttentionArgs& args) {
   LoadedRun run = load_run(args.run_dir, args.which, /*load_data=*/false);
-  EncoderModel& model = *run.model;
-  // one text per input field of the task ({"text"}, {"question", "context"}, {"premise", "hypothesis"}, ...): the
-  // first is segment 0, a second segment 1
+  // one text per input field of the task ({"text"}, {"question", "context"}, {"premise", "hypothesis"}, ...)
   const std::vector<std::string> fields = run.task->input_fields();
   std::vector<std::string> texts = args.texts;
-  HR_CHECK(fields.size() <= 2, "attention: the run's task has more than two input texts");
   if (!args.question.empty() || !args.context.empty()) {
     if (fields != std::vector<std::string>{"question", "context"} || !texts.empty() || args.question.empty() ||
         args.context.empty())
       throw UsageError("attention: --question and --context go together, for QA runs; or give --text once per input");
     texts = {args.question, args.context};
   }
+  const HeatmapGrid grid = attention_grid(run, texts, "attention weights (query rows x key columns): " + args.run_dir,
+                                          args.layer, args.head);
+  const std::string out = args.out.empty() ? args.run_dir + "/attention.png" : args.out;
+  write_heatmap_grid_png(out, grid);
+  std::cout << "wrote " << out << " (" << grid.grid_rows << " x " << grid.grid_cols << " maps of " << grid.rows
+            << " tokens)\n";
+  return 0;
+}
+
+HeatmapGrid attention_grid(LoadedRun& run, const std::vector<std::string>& texts, const std::string& title,
+                           int layer, int head) {
+  EncoderModel& model = *run.model;
+  // the first text is segment 0, a second segment 1
+  const std::vector<std::string> fields = run.task->input_fields();
+  HR_CHECK(fields.size() <= 2, "attention: the run's task has more than two input texts");
   if (texts.size() != fields.size()) {
     std::string names;
     for (const auto& f : fields) names += (names.empty() ? "" : ", then ") + f;
@@ -85,11 +97,17 @@ int attention_command(const AttentionArgs& args) {
   grid.rows = grid.cols = T;
   grid.x_labels = grid.y_labels = row.labels;
   size_t map_index = 0;
-  const bool single = args.layer >= 0 || args.head >= 0;
+  const bool single = layer >= 0 || head >= 0;
   if (single) {
-    HR_CHECK(args.layer >= 0 && args.head >= 0, "attention: give both --layer and --head");
-    HR_CHECK(args.layer < static_cast<int>(model.num_layers()) && attn[static_cast<size_t>(args.layer)],
-             "attention: layer " + std::to_string(args.layer) + " is not an attention layer of this model");
+    HR_CHECK(layer >= 0 && head >= 0, "attention: give both --layer and --head");
+    HR_CHECK(layer < static_cast<int>(model.num_layers()) && attn[static_cast<size_t>(layer)],
+             "attention: --layer " + std::to_string(layer) + " is not an attention layer of this model (its " +
+                 std::to_string(model.num_layers()) + " layers are numbered 0 to " +
+                 std::to_string(model.num_layers() - 1) + ")");
+    const int64_t heads = attn[static_cast<size_t>(layer)]->num_heads();
+    HR_CHECK(head < heads, "attention: --head " + std::to_string(head) + ": layer " +
+                                    std::to_string(layer) + " has " + std::to_string(heads) +
+                                    " heads, numbered 0 to " + std::to_string(heads - 1));
   }
   for (size_t i = 0; i < attn.size(); ++i) {
     if (!attn[i]) continue;
@@ -97,10 +115,10 @@ int attention_command(const AttentionArgs& args) {
     std::vector<float> probs;
     if (H > 0) probs = maps.at(map_index++).to_vector();  // (1, H, T, T)
     const std::vector<float> z = attn[i]->gate_values();
-    if (single && static_cast<int>(i) != args.layer) continue;
+    if (single && static_cast<int>(i) != layer) continue;
     grid.row_titles.push_back("layer " + std::to_string(i));
     for (int64_t h = 0; h < max_heads; ++h) {
-      if (single && h != args.head) continue;
+      if (single && h != head) continue;
       HeatmapPanel p;
       if (h < H) {
         p.values.assign(probs.begin() + h * T * T, probs.begin() + (h + 1) * T * T);
@@ -115,16 +133,13 @@ int attention_command(const AttentionArgs& args) {
       grid.panels.push_back(std::move(p));
     }
   }
-  if (single) HR_CHECK(!grid.panels.empty() && args.head < max_heads, "attention: no head " + std::to_string(args.head));
+  if (single) HR_CHECK(!grid.panels.empty() && head < max_heads, "attention: no head " + std::to_string(head));
   grid.grid_rows = static_cast<int64_t>(grid.row_titles.size());
   grid.grid_cols = single ? 1 : max_heads;
   for (int64_t h = 0; h < grid.grid_cols; ++h)
-    grid.col_titles.push_back("head " + std::to_string(single ? args.head : h));
-  grid.title = "attention weights (query rows x key columns): " + args.run_dir;
-  const std::string out = args.out.empty() ? args.run_dir + "/attention.png" : args.out;
-  write_heatmap_grid_png(out, grid);
-  std::cout << "wrote " << out << " (" << grid.grid_rows << " x " << grid.grid_cols << " maps of " << T << " tokens)\n";
-  return 0;
+    grid.col_titles.push_back("head " + std::to_string(single ? head : h));
+  grid.title = title;
+  return grid;
 }
 
 }  // namespace hr

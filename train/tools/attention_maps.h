@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "train/tools/plot.h"
+
 namespace hr {
 
 struct AttentionArgs {
@@ -18,5 +20,12 @@ struct AttentionArgs {
 };
 
 int attention_command(const AttentionArgs& args);
+
+struct LoadedRun;
+
+// The grid attention_command draws for one input (`texts`: one per input field of the run's task; a usage error
+// otherwise): layers x heads, or the one map of `layer` and `head` when both are >= 0. Titled with `title`.
+HeatmapGrid attention_grid(LoadedRun& run, const std::vector<std::string>& texts, const std::string& title,
+                           int layer = -1, int head = -1);
 
 }  // namespace hr

@@ -15,6 +15,7 @@
 #include "framework/random.h"
 #include "models/encoder_model.h"
 #include "models/mlm_head.h"
+#include "models/model_size.h"
 #include "train/run/run_config.h"
 #include "framework/distributed/communicator.h"
 #include "train/run/data_parallel.h"
@@ -238,9 +239,14 @@ int bench_command(const BenchOptions& opt) {
     std::cerr << w << "\n";
   manual_seed(0);
   auto model = build_model(rc.root.child("model"), ModelDims{opt.vocab, opt.classes});
+  rc.root.check_all_read();  // the keys train would refuse (train.lerning_rate), refused here too
   model->to(d);
   model->set_precision(precision);
   const int64_t B = opt.batch, T = opt.seq_len > 0 ? opt.seq_len : model->max_len();
+  if (const std::string p = training_memory_problem(static_cast<double>(model->num_parameters()),
+                                                    static_cast<int64_t>(model->num_layers()), model->d_model(), B, T);
+      !p.empty())
+    throw UsageError("bench --batch " + std::to_string(B) + " (--seq-len " + std::to_string(T) + "): " + p);
 
   // model FLOPs per training step: 3x the forward (forward + backward for inputs and weights)
   double fwd_per_token = 0;

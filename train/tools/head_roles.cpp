@@ -8,6 +8,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <numeric>
 
 #include "framework/autograd.h"
 #include "kernels/base/error.h"
@@ -23,6 +24,9 @@ HeadRoleAccumulator::HeadRoleAccumulator(std::vector<int64_t> heads_per_layer, i
     : queries_(heads_per_layer.size()), with_prev_(heads_per_layer.size()), with_next_(heads_per_layer.size()),
       pad_(pad_id), cls_(cls_id), sep_(sep_id) {
   for (int64_t h : heads_per_layer) sums_.emplace_back(static_cast<size_t>(std::max<int64_t>(h, 0)));
+  // tokens are counted once a batch, by the first layer that has heads (a model may begin without attention)
+  const auto first = std::find_if(heads_per_layer.begin(), heads_per_layer.end(), [](int64_t h) { return h > 0; });
+  counting_layer_ = static_cast<size_t>(first - heads_per_layer.begin());
 }
 
 void HeadRoleAccumulator::add(size_t layer, const std::vector<float>& probs, const std::vector<int32_t>& ids,
@@ -37,7 +41,7 @@ void HeadRoleAccumulator::add(size_t layer, const std::vector<float>& probs, con
       if (row[i] == pad_) continue;
       const bool prev = i > 0 && row[i - 1] != pad_, next = i + 1 < T && row[i + 1] != pad_;
       queries_[layer] += 1, with_prev_[layer] += prev, with_next_[layer] += next;
-      if (layer == 0) ++tokens_;
+      if (layer == counting_layer_) ++tokens_;
       for (int64_t h = 0; h < H; ++h) {
         const float* p = probs.data() + ((b * H + h) * T + i) * T;  // query i's weights over the keys
         Sums& s = sums[static_cast<size_t>(h)];
@@ -127,85 +131,55 @@ std::string png_path(const HeadsArgs& heads, const std::string& stat) {
   return dot == std::string::npos ? heads.png + "-" + stat + ".png" : heads.png.substr(0, dot) + "-" + stat + ".png";
 }
 
-}  // namespace
+// The statistics of every attention layer over the rows a source gives.
+struct RoleMeasurement {
+  std::vector<std::vector<RoleStats>> stats;  // [layer][head]; empty for a layer without attention
+  std::vector<size_t> attention_layers;       // the layers whose maps forward() returns, in order
+  int64_t max_heads = 1, tokens = 0, rows = 0;
+  double mean_tokens() const { return static_cast<double>(tokens) / static_cast<double>(std::max<int64_t>(1, rows)); }
+};
 
-int head_roles_command(const HeadsArgs& heads, const RolesArgs& roles) {
-  if (roles.batches < 0) throw UsageError("heads --roles: --batches must be >= 0");
-  // a split needs the run's task and data; a text file only the encoder (an imported BERT has no data or labels)
-  LoadedRun run;
-  LoadedEncoder encoder;
-  if (roles.text_file.empty()) {
-    run = load_run(heads.run_dir, heads.which);
-  } else {
-    encoder = load_encoder(heads.run_dir, heads.which);
-  }
-  EncoderModel& model = run.model ? *run.model : *encoder.model;
-  const Tokenizer& tokenizer = run.tokenizer ? *run.tokenizer : *encoder.tokenizer;
-  const RunConfig& config = run.model ? run.config : encoder.config;
-  const Vocab& vocab = tokenizer.vocab();
-  const Device device = config.train.device;
-  const int64_t batch_size = roles.batch_size > 0 ? roles.batch_size : config.train.batch_size;
+// Rows [at, end) of the source as one padded batch.
+using BatchSource = std::function<EncoderInput(int64_t at, int64_t end)>;
 
+RoleMeasurement measure(EncoderModel& model, const Vocab& vocab, int64_t rows, int64_t batch_size, int64_t batches,
+                        const BatchSource& batch_of) {
+  RoleMeasurement m;
   std::vector<int64_t> heads_per_layer;  // 0 for a layer without attention
-  std::vector<size_t> attention_layers;  // the layers whose maps forward() returns, in order
-  int64_t max_heads = 1;
   for (size_t i = 0; i < model.num_layers(); ++i) {
     const AttentionHeads* a = model.layer(i).heads();
     heads_per_layer.push_back(a ? a->num_heads() : 0);
-    if (a && a->num_heads() > 0) attention_layers.push_back(i), max_heads = std::max(max_heads, a->num_heads());
+    if (a && a->num_heads() > 0) m.attention_layers.push_back(i), m.max_heads = std::max(m.max_heads, a->num_heads());
   }
   HeadRoleAccumulator acc(heads_per_layer, vocab.pad_id(), vocab.cls_id(), vocab.sep_id());
-
-  std::vector<std::vector<int32_t>> text;
-  int64_t rows = 0;
-  if (!roles.text_file.empty()) {
-    // at most 128 tokens a line, as Clark et al. measured: longer rows cost T^2 memory for the maps
-    text = text_rows(roles.text_file, tokenizer, std::min<int64_t>(model.max_len(), 128),
-                     roles.batches > 0 ? roles.batches * batch_size : 0);
-    rows = static_cast<int64_t>(text.size());
-  } else {
-    if (!run.task->has_split(roles.split))
-      throw UsageError("heads --roles: the run's data has no '" + roles.split +
-                       "' split; give --split or --text-file FILE (plain text, one input a line)");
-    rows = run.task->split_rows(roles.split);
-  }
   NoGradGuard no_grad;
   model.eval();
-  int64_t batch_index = 0, measured_rows = 0;
-  for (int64_t at = 0; at < rows && (roles.batches == 0 || batch_index < roles.batches); at += batch_size) {
-    const int64_t end = std::min(rows, at + batch_size);
-    EncoderInput in;
-    if (!text.empty()) {
-      const std::vector<std::vector<int32_t>> batch(text.begin() + at, text.begin() + end);
-      in = make_encoder_input(batch, vocab.pad_id(), device);  // one segment: the text alone
-    } else {
-      std::vector<int64_t> idx;
-      for (int64_t r = at; r < end; ++r) idx.push_back(r);
-      in = run.task->make_split_batch(roles.split, idx, device).input;
-    }
+  for (int64_t at = 0, b = 0; at < rows && (batches == 0 || b < batches); at += batch_size, ++b) {
+    const EncoderInput in = batch_of(at, std::min(rows, at + batch_size));
     std::vector<Tensor> maps;  // per attention layer: (B, H, T, T)
     model.forward(in, &maps);
-    HR_CHECK(maps.size() == attention_layers.size(), "head roles: the model returned an unexpected number of maps");
+    HR_CHECK(maps.size() == m.attention_layers.size(), "head roles: the model returned an unexpected number of maps");
     const std::vector<int32_t> ids = in.ids.to_ids();
     const int64_t B = in.ids.dim(0), T = in.ids.dim(1);
-    for (size_t m = 0; m < maps.size(); ++m) acc.add(attention_layers[m], maps[m].to_vector(), ids, B, T);
-    ++batch_index;
-    measured_rows += B;
+    for (size_t i = 0; i < maps.size(); ++i) acc.add(m.attention_layers[i], maps[i].to_vector(), ids, B, T);
+    m.rows += B;
   }
   HR_CHECK(acc.tokens() > 0, "heads --roles: no tokens to measure");
-  const auto stats = acc.averages();
-  const double mean_tokens = static_cast<double>(acc.tokens()) / static_cast<double>(measured_rows);
+  m.stats = acc.averages();
+  m.tokens = acc.tokens();
+  return m;
+}
 
-  // the gates' verdict at evaluation (z = 0: closed); empty rows for ungated layers
-  const HeadScores z = gate_eval_values(model);
+// The table, the gates' verdict (z = 0 at evaluation: closed) and the count of heads by role.
+void print_roles(const RoleMeasurement& m, const HeadScores& z, const std::string& source) {
   const bool gated = std::any_of(z.begin(), z.end(), [](const auto& r) { return !r.empty(); });
   std::printf("%-6s %-5s %6s %6s %6s %6s %6s %8s  %-6s%s\n", "layer", "head", "prev", "next", "self", "cls", "sep",
               "entropy", "role", gated ? "  gate" : "");
   std::map<std::string, std::pair<int, int>> by_role;  // role -> (heads, kept by the gates)
-  for (size_t l : attention_layers) {
-    for (size_t h = 0; h < stats[l].size(); ++h) {
-      const RoleStats& s = stats[l][h];
-      const std::string role = dominant_role(s, mean_tokens);
+  for (size_t l : m.attention_layers) {
+    for (size_t h = 0; h < m.stats[l].size(); ++h) {
+      const RoleStats& s = m.stats[l][h];
+      const std::string role = dominant_role(s, m.mean_tokens());
       const bool has_gate = gated && !z[l].empty(), open = has_gate && z[l][h] > 0.f;
       by_role[role].first += 1;
       by_role[role].second += has_gate ? open : 1;
@@ -216,28 +190,65 @@ int head_roles_command(const HeadsArgs& heads, const RolesArgs& roles) {
   }
   std::printf("over %lld tokens of %lld %s (%.1f tokens each); role: an average weight >= 0.5 on one kind of "
               "token, else broad (entropy >= 0.8 log(tokens)) or mixed\n",
-              static_cast<long long>(acc.tokens()), static_cast<long long>(measured_rows),
-              roles.text_file.empty() ? ("'" + roles.split + "' rows").c_str() : "lines", mean_tokens);
+              static_cast<long long>(m.tokens), static_cast<long long>(m.rows), source.c_str(), m.mean_tokens());
   for (const auto& [role, n] : by_role) {
     if (gated)
       std::printf("role %-6s %3d heads, %3d kept by the gates\n", role.c_str(), n.first, n.second);
     else
       std::printf("role %-6s %3d heads\n", role.c_str(), n.first);
   }
+}
 
+void draw_roles(const RoleMeasurement& m, const HeadsArgs& heads) {
+  const char* what[] = {"the previous token", "the next token", "the token itself", "[CLS]", "[SEP]"};
   for (size_t k = 0; k < kHeadRoleNames.size(); ++k) {
-    const std::string name = kHeadRoleNames[k];
-    const std::string path = png_path(heads, name);
-    const char* what[] = {"the previous token", "the next token", "the token itself", "[CLS]", "[SEP]"};
-    write_role_png(path, stats, attention_layers, max_heads, std::string("average attention to ") + what[k], 1.f,
+    const std::string path = png_path(heads, kHeadRoleNames[k]);
+    write_role_png(path, m.stats, m.attention_layers, m.max_heads, std::string("average attention to ") + what[k], 1.f,
                    [k](const RoleStats& s) { return s.attention[k]; });
     std::cout << "wrote " << path << "\n";
   }
   const std::string path = png_path(heads, "entropy");
-  write_role_png(path, stats, attention_layers, max_heads, "attention entropy (nats)",
-                 static_cast<float>(std::log(std::max(2.0, mean_tokens))),
+  write_role_png(path, m.stats, m.attention_layers, m.max_heads, "attention entropy (nats)",
+                 static_cast<float>(std::log(std::max(2.0, m.mean_tokens()))),
                  [](const RoleStats& s) { return s.entropy; });
   std::cout << "wrote " << path << "\n";
+}
+
+}  // namespace
+
+int head_roles_command(const HeadsArgs& heads, const RolesArgs& roles) {
+  if (roles.batches < 0) throw UsageError("heads --roles: --batches must be >= 0");
+  RoleMeasurement m;
+  if (roles.text_file.empty()) {  // the run's split, through its task and data
+    LoadedRun run = load_run(heads.run_dir, heads.which);
+    if (!run.task->has_split(roles.split))
+      throw UsageError("heads --roles: the run's data has no '" + roles.split +
+                       "' split; give --split or --text-file FILE (plain text, one input a line)");
+    const Device device = run.config.train.device;
+    m = measure(*run.model, run.tokenizer->vocab(), run.task->split_rows(roles.split),
+                roles.batch_size > 0 ? roles.batch_size : run.config.train.batch_size, roles.batches,
+                [&](int64_t at, int64_t end) {
+                  std::vector<int64_t> idx(static_cast<size_t>(end - at));
+                  std::iota(idx.begin(), idx.end(), at);
+                  return run.task->make_split_batch(roles.split, idx, device).input;
+                });
+    print_roles(m, gate_eval_values(*run.model), "'" + roles.split + "' rows");
+  } else {  // a text file needs only the encoder: an imported BERT has no data or labels
+    LoadedEncoder enc = load_encoder(heads.run_dir, heads.which);
+    const Vocab& vocab = enc.tokenizer->vocab();
+    const int64_t batch_size = roles.batch_size > 0 ? roles.batch_size : enc.config.train.batch_size;
+    // at most 128 tokens a line, as Clark et al. measured: longer rows cost T^2 memory for the maps
+    const std::vector<std::vector<int32_t>> text =
+        text_rows(roles.text_file, *enc.tokenizer, std::min<int64_t>(enc.model->max_len(), 128),
+                  roles.batches > 0 ? roles.batches * batch_size : 0);
+    m = measure(*enc.model, vocab, static_cast<int64_t>(text.size()), batch_size, roles.batches,
+                [&](int64_t at, int64_t end) {
+                  const std::vector<std::vector<int32_t>> rows(text.begin() + at, text.begin() + end);
+                  return make_encoder_input(rows, vocab.pad_id(), enc.config.train.device);  // one segment
+                });
+    print_roles(m, gate_eval_values(*enc.model), "lines");
+  }
+  draw_roles(m, heads);
   return 0;
 }
 

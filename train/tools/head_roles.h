@@ -39,6 +39,7 @@ class HeadRoleAccumulator {
   std::vector<std::vector<Sums>> sums_;
   std::vector<int64_t> queries_, with_prev_, with_next_;  // per layer
   int32_t pad_, cls_, sep_;
+  size_t counting_layer_ = 0;  // the first layer with heads
   int64_t tokens_ = 0;
 };
 

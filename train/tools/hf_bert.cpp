@@ -14,10 +14,12 @@
 
 #include "framework/atomic_file.h"
 #include "framework/config.h"
+#include "framework/regular_file.h"
 #include "framework/safetensors.h"
 #include "kernels/base/error.h"
 #include "models/encoder_layer.h"
 #include "models/encoder_model.h"
+#include "models/model_size.h"
 #include "train/run/checkpoint.h"
 #include "train/run/trainer.h"
 #include "train/tasks/classification_task.h"
@@ -101,10 +103,9 @@ bool split_suffix(const std::string& s, std::string& module, std::string& suffix
 }
 
 json read_json(const std::string& path) {
-  std::ifstream f(path);
-  HR_CHECK(f, "cannot read " + path);
+  const std::string text = read_regular_file(path, 64 << 20, "JSON config");
   try {
-    return json::parse(f);
+    return json::parse(text);
   } catch (const json::exception& e) {
     throw Error(path + ": not valid JSON (" + e.what() + ")");
   }
@@ -222,6 +223,18 @@ ImportPlan plan_model(const json& j, const std::string& path, const std::string&
     c.fail("num_attention_heads", std::to_string(heads) + " does not divide hidden_size " + std::to_string(d));
   p.max_len = c.positive("max_position_embeddings");
   p.segments = c.positive("type_vocab_size");
+  // sizes from a corrupt or hostile config.json are refused before per-layer plans (or the model) are allocated
+  const double hidden = static_cast<double>(d), ffn = static_cast<double>(c.positive("intermediate_size"));
+  const double per_layer = 4 * hidden * hidden + 2 * hidden * ffn;
+  const double in_layers = static_cast<double>(layers) * per_layer;
+  const double in_positions = static_cast<double>(p.max_len) * hidden;
+  const double parameters = in_layers + in_positions;
+  if (8 * parameters > machine_memory_bytes())
+    c.fail(in_layers > in_positions ? "num_hidden_layers" : "max_position_embeddings",
+           "num_hidden_layers " + std::to_string(layers) + ", hidden_size " + std::to_string(d) +
+               ", intermediate_size " + std::to_string(static_cast<int64_t>(ffn)) + " and max_position_embeddings " +
+               std::to_string(p.max_len) + " make a model that needs at least " + bytes_text(8 * parameters) +
+               "; this machine has " + bytes_text(machine_memory_bytes()));
   if (p.classifier) {  // no id2label (bert-base-uncased): labels empty, import_hf_bert decides
     const json id2label = c.get<json>("id2label", json::object());
     p.labels.resize(id2label.size());
@@ -531,7 +544,7 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
 
   YAML::Node root;
   root["model"] = plan.model;
-  root["tokenizer"]["vocab"] = (fs::path(a.out_dir) / "vocab.txt").string();
+  root["tokenizer"]["vocab"] = fs::absolute(fs::path(a.out_dir) / "vocab.txt").lexically_normal().string();
   root["tokenizer"]["lower_case"] = tok.lower_case;
   if (tok.strip_accents) root["tokenizer"]["strip_accents"] = *tok.strip_accents;
   root["data"]["task"] = plan.classifier ? "classification" : plan.task == "span_qa" ? "squad" : "mlm";
@@ -570,10 +583,29 @@ const MultiHeadAttention& bert_attention(const EncoderModel& model, size_t i, co
   return layer->attn;
 }
 
+// Where an export may write: a new or empty directory, with `force` one that holds other files (a user's notes, an
+// earlier export), never a run directory (its vocab.txt is the run's own) nor the run it exports.
+void check_export_dir(const HfExportArgs& a) {
+  const fs::path out(a.out_dir);
+  std::error_code ec;
+  if (!fs::exists(out, ec)) return;
+  if (!fs::is_directory(out, ec)) throw UsageError("--out " + a.out_dir + " is a file, not a directory");
+  const bool run = fs::exists(out / "config.yaml") || fs::exists(out / "checkpoint-best.safetensors") ||
+                   fs::exists(out / "checkpoint-last.safetensors") || fs::equivalent(out, a.run_dir, ec);
+  if (run)
+    throw UsageError("--out " + a.out_dir + " is a headroom run directory: export-hf never writes into one (not even "
+                     "with --force); choose a new directory");
+  if (fs::is_empty(out, ec) || a.force) return;
+  const std::string first = fs::directory_iterator(out)->path().filename().string();
+  throw UsageError("--out " + a.out_dir + " is not empty (it holds '" + first + "'" + "): choose a new or empty "
+                   "directory, or add --force to replace config.json, model.safetensors, vocab.txt and "
+                   "tokenizer_config.json in it");
+}
+
 }  // namespace
 
 void export_hf_bert(const HfExportArgs& a) {
-  if (fs::exists(a.out_dir + "/config.json")) throw UsageError(a.out_dir + " already holds a config.json; choose another --out");
+  check_export_dir(a);
   LoadedRun run = load_run(a.run_dir, a.which, /*load_data=*/false);
   const EncoderModel& model = *run.model;
   const std::string& r = a.run_dir;

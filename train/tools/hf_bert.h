@@ -61,6 +61,7 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& args);
 struct HfExportArgs {
   std::string run_dir, which = "best";  // the run and its checkpoint
   std::string out_dir;                  // the Hugging Face model directory to write
+  bool force = false;                   // write into a non-empty out_dir (never into a run directory)
 };
 
 // Writes config.json (BertForSequenceClassification with id2label/label2id, BertForQuestionAnswering, or
@@ -69,7 +70,10 @@ struct HfExportArgs {
 // written, as transformers' save_pretrained leaves them out), vocab.txt and tokenizer_config.json.
 // hr::Error naming the feature for a model BERT's format cannot express: pre-LN, a layer type other than `encoder`,
 // talking heads, cross-layer logits, L0 gates not yet pruned, head_dim other than hidden / heads, different ffn_dims,
-// no segment embeddings, a classifier without the pooler. UsageError when out_dir already holds a config.json.
+// no segment embeddings, a classifier without the pooler. UsageError, before anything is written, when out_dir is
+// a run directory (even with `force`) or a file, or is not empty and `force` is false: `force` lets the export
+// replace its four files in a directory that holds others, and leaves those others alone. Each file is replaced
+// atomically.
 void export_hf_bert(const HfExportArgs& args);
 
 }  // namespace hr

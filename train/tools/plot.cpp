@@ -32,17 +32,18 @@ constexpr Rgb kSeriesColors[] = {
     {0.737, 0.741, 0.133}, {0.090, 0.745, 0.812},
 };
 
-// An RGB image surface with its drawing context, white to start with.
+// An RGB image surface with its drawing context, white to start with. `where` (the path, or the figure's title) names
+// the figure in errors.
 class Canvas {
  public:
-  Canvas(const std::string& path, int width, int height) : path_(path) {
+  Canvas(const std::string& where, int width, int height) : where_(where) {
     if (width > kMaxSurfaceSide || height > kMaxSurfaceSide)
-      throw Error("cannot plot " + path + ": the image would be " + std::to_string(width) + " x " +
+      throw Error("cannot plot " + where + ": the image would be " + std::to_string(width) + " x " +
                   std::to_string(height) + " pixels, more than " + std::to_string(kMaxSurfaceSide) + " a side");
     surface_.reset(cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height));
     cr_.reset(cairo_create(surface_.get()));
     if (cairo_status(cr_.get()) != CAIRO_STATUS_SUCCESS)
-      throw Error("cannot plot " + path + ": " + cairo_status_to_string(cairo_status(cr_.get())));
+      throw Error("cannot plot " + where + ": " + cairo_status_to_string(cairo_status(cr_.get())));
     cairo_set_source_rgb(cr_.get(), 1, 1, 1);
     cairo_paint(cr_.get());
     cairo_select_font_face(cr_.get(), "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
@@ -63,11 +64,25 @@ class Canvas {
     cairo_surface_mark_dirty_rectangle(surface_.get(), x, y, w, h);
   }
 
-  void save() {
+  // The PNG file's bytes.
+  std::string png() {
     cairo_surface_flush(surface_.get());
-    cairo_status_t status = cairo_surface_write_to_png(surface_.get(), path_.c_str());
+    std::string bytes;
+    const auto append = [](void* out, const unsigned char* data, unsigned int n) {
+      static_cast<std::string*>(out)->append(reinterpret_cast<const char*>(data), n);
+      return CAIRO_STATUS_SUCCESS;
+    };
+    const cairo_status_t status = cairo_surface_write_to_png_stream(surface_.get(), append, &bytes);
     if (status != CAIRO_STATUS_SUCCESS)
-      throw Error("cannot write plot " + path_ + ": " + cairo_status_to_string(status));
+      throw Error("cannot encode plot " + where_ + ": " + cairo_status_to_string(status));
+    return bytes;
+  }
+
+  void save(const std::string& path) {
+    cairo_surface_flush(surface_.get());
+    cairo_status_t status = cairo_surface_write_to_png(surface_.get(), path.c_str());
+    if (status != CAIRO_STATUS_SUCCESS)
+      throw Error("cannot write plot " + path + ": " + cairo_status_to_string(status));
   }
 
  private:
@@ -77,7 +92,7 @@ class Canvas {
   struct ContextFree {
     void operator()(cairo_t* c) const { cairo_destroy(c); }
   };
-  std::string path_;
+  std::string where_;
   std::unique_ptr<cairo_surface_t, SurfaceFree> surface_;
   std::unique_ptr<cairo_t, ContextFree> cr_;
 };
@@ -128,8 +143,14 @@ void draw_text(cairo_t* cr, double x, double y, const std::string& s, const Text
   cairo_restore(cr);
 }
 
-// A tick label with as many decimals as the step between ticks needs.
+// A tick label with as many decimals as the step between ticks needs; ticks 10^4 or more apart in thousands (20k)
+// or millions (1.5M), so that the labels of a step or token axis fit beside the axis.
 std::string tick_label(double v, double step) {
+  if (step >= 1e4 - 1e-9) {
+    const double unit = step >= 1e5 - 1e-9 ? 1e6 : 1e3;
+    if (v == 0) return "0";
+    return tick_label(v / unit, step / unit) + (unit == 1e6 ? "M" : "k");
+  }
   int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
   if (std::fabs(step / std::pow(10.0, -decimals) - std::round(step / std::pow(10.0, -decimals))) > 1e-6) ++decimals;
   char buf[64];
@@ -201,9 +222,13 @@ std::array<uint8_t, 3> cell_color(float v, double lo, double hi) {
 // ---- line plot helpers
 
 double axis_x(const LinePlot& plot, double x) { return plot.log2_x ? std::log2(x) : x; }
+double axis_y(const LinePlot& plot, double y) { return plot.log10_y ? std::log10(y) : y; }
 
 void check_line_plot(const LinePlot& plot, const std::string& where) {
   if (plot.series.empty()) throw Error(where + ": nothing to plot: no series");
+  if (plot.width < 300 || plot.height < 200 || plot.legend_width < 0 || plot.legend_width > plot.width - 200)
+    throw Error(where + ": a line plot of " + std::to_string(plot.width) + " x " + std::to_string(plot.height) +
+                " pixels with a legend band of " + std::to_string(plot.legend_width) + " has no room to draw in");
   bool any_point = false;
   for (const PlotSeries& s : plot.series) {
     if (s.x.size() != s.y.size())
@@ -216,6 +241,9 @@ void check_line_plot(const LinePlot& plot, const std::string& where) {
       if (plot.log2_x && !(s.x[i] > 0))
         throw Error(where + ": series '" + s.name + "' has x = " + std::to_string(s.x[i]) +
                     " on a log2 x axis (x must be > 0)");
+      if (plot.log10_y && std::isfinite(s.y[i]) && !(s.y[i] > 0))
+        throw Error(where + ": series '" + s.name + "' has y = " + std::to_string(s.y[i]) +
+                    " on a log10 y axis (y must be > 0)");
       any_point = any_point || (std::isfinite(s.x[i]) && std::isfinite(s.y[i]));
     }
   }
@@ -263,7 +291,10 @@ double LinePlotFrame::px(double x) const {
   return left + (ax - x_lo) / (x_hi - x_lo) * (right - left);
 }
 
-double LinePlotFrame::py(double y) const { return bottom - (y - y_lo) / (y_hi - y_lo) * (bottom - top); }
+double LinePlotFrame::py(double y) const {
+  const double ay = log10_y ? std::log10(y) : y;
+  return bottom - (ay - y_lo) / (y_hi - y_lo) * (bottom - top);
+}
 
 LinePlotFrame line_plot_frame(const LinePlot& plot) {
   check_line_plot(plot, "line plot '" + plot.title + "'");
@@ -274,33 +305,54 @@ LinePlotFrame line_plot_frame(const LinePlot& plot) {
       const double err = s.y_err.empty() || !std::isfinite(s.y_err[i]) ? 0 : std::fabs(s.y_err[i]);
       x_lo = std::min(x_lo, axis_x(plot, s.x[i]));
       x_hi = std::max(x_hi, axis_x(plot, s.x[i]));
-      y_lo = std::min(y_lo, s.y[i] - err);
-      y_hi = std::max(y_hi, s.y[i] + err);
+      // a log axis shows an error bar's lower end only while it stays above 0
+      y_lo = std::min(y_lo, axis_y(plot, plot.log10_y && s.y[i] - err <= 0 ? s.y[i] : s.y[i] - err));
+      y_hi = std::max(y_hi, axis_y(plot, s.y[i] + err));
     }
+  }
+  if (plot.pad_y && !plot.log10_y && y_hi >= y_lo) {
+    const double pad = 0.04 * std::max(y_hi - y_lo, 1e-12 * std::max(1.0, std::fabs(y_hi)));
+    y_lo = y_lo >= 0 ? std::max(0.0, y_lo - pad) : y_lo - pad;
+    y_hi = y_hi <= 0 ? std::min(0.0, y_hi + pad) : y_hi + pad;
   }
   LinePlotFrame frame;
   frame.left = 84;
   frame.top = 56;
-  frame.right = kLinePlotWidth - 200;
-  frame.bottom = kLinePlotHeight - 64;
+  frame.right = plot.width - std::max(plot.legend_width, 24);
+  frame.bottom = plot.height - 64;
   frame.log2_x = plot.log2_x;
+  frame.log10_y = plot.log10_y;
+  // about one x tick per 90 pixels, so that tick labels of six digits do not run into each other
+  const int x_ticks = std::clamp(static_cast<int>((frame.right - frame.left) / 90), 2, 6);
   if (plot.log2_x) {
     // One tick per power of two, with half a step of room at both ends so markers are not cut by the frame.
     for (double e = std::floor(x_lo + 1e-9); e <= std::ceil(x_hi - 1e-9) + 1e-9; ++e) frame.x_ticks.push_back(e);
     frame.x_lo = frame.x_ticks.front() - 0.25;
     frame.x_hi = frame.x_ticks.back() + 0.25;
   } else {
-    frame.x_ticks = nice_ticks(x_lo, x_hi);
+    frame.x_ticks = nice_ticks(x_lo, x_hi, x_ticks);
     frame.x_lo = frame.x_ticks.front();
     frame.x_hi = frame.x_ticks.back();
   }
-  frame.y_ticks = nice_ticks(y_lo, y_hi);
+  const int y_ticks = std::clamp(static_cast<int>((frame.bottom - frame.top) / 60), 2, 6);
+  if (plot.log10_y) {
+    // whole decades; a range within one decade gets its ends widened to the decades around it
+    for (double e = std::floor(y_lo + 1e-9); e <= std::ceil(y_hi - 1e-9) + 1e-9; ++e) frame.y_ticks.push_back(e);
+    if (frame.y_ticks.size() < 2) frame.y_ticks.push_back(frame.y_ticks.back() + 1);
+  } else {
+    frame.y_ticks = nice_ticks(y_lo, y_hi, y_ticks);
+  }
   frame.y_lo = frame.y_ticks.front();
   frame.y_hi = frame.y_ticks.back();
   return frame;
 }
 
 namespace {
+
+Rgb series_color(const PlotSeries& s, size_t index) {
+  const size_t c = s.color >= 0 ? static_cast<size_t>(s.color) : index;
+  return kSeriesColors[c % std::size(kSeriesColors)];
+}
 
 void draw_marker(cairo_t* cr, int shape, double x, double y) {
   constexpr double r = 4.5;
@@ -323,9 +375,17 @@ void draw_marker(cairo_t* cr, int shape, double x, double y) {
   cairo_fill(cr);
 }
 
+// 10^e as a tick label: 0.01, 0.1, 1, 10, 100, 1000, then 1e4 ...
+std::string power_of_ten_label(double exponent) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", std::pow(10.0, exponent));
+  return buf;
+}
+
 void draw_axes(cairo_t* cr, const LinePlot& plot, const LinePlotFrame& f) {
   const double x_step = f.x_ticks.size() > 1 ? f.x_ticks[1] - f.x_ticks[0] : 1;
   const double y_step = f.y_ticks.size() > 1 ? f.y_ticks[1] - f.y_ticks[0] : 1;
+  const double x_room = (f.right - f.left) / std::max<double>(1, static_cast<double>(f.x_ticks.size()) - 1) - 6;
   cairo_set_line_width(cr, 1);
   for (double t : f.x_ticks) {
     const double x = std::round(f.left + (t - f.x_lo) / (f.x_hi - f.x_lo) * (f.right - f.left)) + 0.5;
@@ -338,10 +398,10 @@ void draw_axes(cairo_t* cr, const LinePlot& plot, const LinePlotFrame& f) {
     cairo_line_to(cr, x, f.bottom + 5);
     cairo_stroke(cr);
     draw_text(cr, x, f.bottom + 9, plot.log2_x ? power_of_two_label(t) : tick_label(t, x_step),
-              {.size = 12, .align_x = 0.5, .align_y = 0});
+              {.size = 12, .align_x = 0.5, .align_y = 0, .max_width = x_room});
   }
   for (double t : f.y_ticks) {
-    const double y = std::round(f.py(t)) + 0.5;
+    const double y = std::round(f.bottom - (t - f.y_lo) / (f.y_hi - f.y_lo) * (f.bottom - f.top)) + 0.5;
     set_color(cr, kGridLine);
     cairo_move_to(cr, f.left, y);
     cairo_line_to(cr, f.right, y);
@@ -350,22 +410,25 @@ void draw_axes(cairo_t* cr, const LinePlot& plot, const LinePlotFrame& f) {
     cairo_move_to(cr, f.left - 5, y);
     cairo_line_to(cr, f.left, y);
     cairo_stroke(cr);
-    draw_text(cr, f.left - 8, y, tick_label(t, y_step), {.size = 12, .align_x = 1, .max_width = 70});
+    draw_text(cr, f.left - 8, y, plot.log10_y ? power_of_ten_label(t) : tick_label(t, y_step),
+              {.size = 12, .align_x = 1, .max_width = 50});
   }
   set_color(cr, kInk);
   cairo_rectangle(cr, f.left + 0.5, f.top + 0.5, f.right - f.left - 1, f.bottom - f.top - 1);
   cairo_stroke(cr);
-  draw_text(cr, (f.left + f.right) / 2, kLinePlotHeight - 18, plot.x_label, {.size = 14, .align_x = 0.5});
-  draw_text(cr, 22, (f.top + f.bottom) / 2, plot.y_label,
+  draw_text(cr, (f.left + f.right) / 2, plot.height - 18, plot.x_label,
+            {.size = 14, .align_x = 0.5, .max_width = f.right - f.left});
+  draw_text(cr, 18, (f.top + f.bottom) / 2, plot.y_label,
             {.size = 14, .align_x = 0.5, .angle = std::numbers::pi / 2, .max_width = f.bottom - f.top});
-  draw_text(cr, kLinePlotWidth / 2.0, 26, plot.title,
-            {.size = 18, .bold = true, .align_x = 0.5, .max_width = kLinePlotWidth - 40.0});
+  draw_text(cr, plot.width / 2.0, 26, plot.title,
+            {.size = 18, .bold = true, .align_x = 0.5, .max_width = plot.width - 40.0});
 }
 
 void draw_series(cairo_t* cr, const PlotSeries& s, int index, const LinePlotFrame& f) {
-  const Rgb color = kSeriesColors[index % std::size(kSeriesColors)];
-  set_color(cr, color);
-  cairo_set_line_width(cr, 2);
+  const Rgb color = series_color(s, static_cast<size_t>(index));
+  cairo_set_source_rgba(cr, color.r, color.g, color.b, s.opacity);
+  cairo_set_line_width(cr, s.line_width);
+  cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
   bool pen_down = false;  // a non-finite point breaks the line
   for (size_t i = 0; i < s.x.size(); ++i) {
     if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) {
@@ -381,39 +444,48 @@ void draw_series(cairo_t* cr, const PlotSeries& s, int index, const LinePlotFram
   for (size_t i = 0; i < s.y_err.size(); ++i) {
     if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i]) || !std::isfinite(s.y_err[i])) continue;
     const double x = f.px(s.x[i]), e = std::fabs(s.y_err[i]);
-    cairo_move_to(cr, x, f.py(s.y[i] - e));
+    const double low = f.log10_y && s.y[i] - e <= 0 ? f.bottom : f.py(s.y[i] - e);
+    cairo_move_to(cr, x, low);
     cairo_line_to(cr, x, f.py(s.y[i] + e));
-    cairo_move_to(cr, x - 5, f.py(s.y[i] - e));
-    cairo_line_to(cr, x + 5, f.py(s.y[i] - e));
+    cairo_move_to(cr, x - 5, low);
+    cairo_line_to(cr, x + 5, low);
     cairo_move_to(cr, x - 5, f.py(s.y[i] + e));
     cairo_line_to(cr, x + 5, f.py(s.y[i] + e));
   }
   cairo_stroke(cr);
+}
+
+void draw_markers(cairo_t* cr, const PlotSeries& s, int index, const LinePlotFrame& f) {
+  if (!s.markers) return;
+  const Rgb color = series_color(s, static_cast<size_t>(index));
+  cairo_set_source_rgba(cr, color.r, color.g, color.b, s.opacity);
   for (size_t i = 0; i < s.x.size(); ++i)
-    if (std::isfinite(s.x[i]) && std::isfinite(s.y[i])) draw_marker(cr, index, f.px(s.x[i]), f.py(s.y[i]));
+    if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]))
+      draw_marker(cr, s.color >= 0 ? s.color : index, f.px(s.x[i]), f.py(s.y[i]));
 }
 
 void draw_legend(cairo_t* cr, const LinePlot& plot, const LinePlotFrame& f) {
+  if (plot.legend_width <= 0) return;
   const double x = f.right + 16;
+  double y = f.top + 12;
   for (size_t i = 0; i < plot.series.size(); ++i) {
-    const double y = f.top + 12 + 24.0 * static_cast<double>(i);
+    const PlotSeries& s = plot.series[i];
+    if (!s.in_legend) continue;
     if (y > f.bottom) break;
-    set_color(cr, kSeriesColors[i % std::size(kSeriesColors)]);
-    cairo_set_line_width(cr, 2);
+    const Rgb c = series_color(s, i);
+    cairo_set_source_rgba(cr, c.r, c.g, c.b, std::max(0.5, s.opacity));
+    cairo_set_line_width(cr, std::max(2.0, s.line_width));
     cairo_move_to(cr, x, y);
     cairo_line_to(cr, x + 28, y);
     cairo_stroke(cr);
-    draw_marker(cr, static_cast<int>(i), x + 14, y);
-    draw_text(cr, x + 36, y, plot.series[i].name, {.size = 13, .max_width = kLinePlotWidth - x - 44});
+    if (s.markers) draw_marker(cr, s.color >= 0 ? s.color : static_cast<int>(i), x + 14, y);
+    draw_text(cr, x + 36, y, s.name, {.size = 13, .max_width = plot.width - x - 44});
+    y += 24;
   }
 }
 
-}  // namespace
-
-void write_line_plot_png(const std::string& path, const LinePlot& plot) {
-  check_line_plot(plot, path);
+void draw_line_plot(Canvas& canvas, const LinePlot& plot) {
   const LinePlotFrame frame = line_plot_frame(plot);
-  Canvas canvas(path, kLinePlotWidth, kLinePlotHeight);
   cairo_t* cr = canvas.cr();
   draw_axes(cr, plot, frame);
   cairo_save(cr);
@@ -421,8 +493,26 @@ void write_line_plot_png(const std::string& path, const LinePlot& plot) {
   cairo_clip(cr);
   for (size_t i = 0; i < plot.series.size(); ++i) draw_series(cr, plot.series[i], static_cast<int>(i), frame);
   cairo_restore(cr);
+  // markers unclipped: a point on the frame (the last step, a maximum on a tick) shows whole
+  for (size_t i = 0; i < plot.series.size(); ++i) draw_markers(cr, plot.series[i], static_cast<int>(i), frame);
   draw_legend(cr, plot, frame);
-  canvas.save();
+}
+
+}  // namespace
+
+void write_line_plot_png(const std::string& path, const LinePlot& plot) {
+  check_line_plot(plot, path);
+  Canvas canvas(path, plot.width, plot.height);
+  draw_line_plot(canvas, plot);
+  canvas.save(path);
+}
+
+std::string line_plot_png(const LinePlot& plot) {
+  const std::string where = "line plot '" + plot.title + "'";
+  check_line_plot(plot, where);
+  Canvas canvas(where, plot.width, plot.height);
+  draw_line_plot(canvas, plot);
+  return canvas.png();
 }
 
 // ---- heatmap grid
@@ -458,8 +548,8 @@ int64_t grid_cell(const HeatmapGrid& g, int64_t band, int64_t& fixed_w, int64_t&
             g.grid_cols * band;
   fixed_h = 2 * kGridMargin + kGridTitleHeight + kGridColTitleHeight + (g.grid_rows - 1) * kGridGap +
             g.grid_rows * band;
-  const int64_t by_width = (kGridMaxSide - fixed_w) / (g.grid_cols * g.cols);
-  const int64_t by_height = (kGridMaxSide - fixed_h) / (g.grid_rows * g.rows);
+  const int64_t by_width = (g.max_side - fixed_w) / (g.grid_cols * g.cols);
+  const int64_t by_height = (g.max_side - fixed_h) / (g.grid_rows * g.rows);
   return std::clamp<int64_t>(std::min(by_width, by_height), 1, kGridMaxCell);
 }
 
@@ -502,10 +592,9 @@ HeatmapGridLayout heatmap_grid_layout(const HeatmapGrid& grid) {
   return grid_layout(grid);
 }
 
-void write_heatmap_grid_png(const std::string& path, const HeatmapGrid& g) {
-  check_grid(g, path);
-  const HeatmapGridLayout l = grid_layout(g);
-  Canvas canvas(path, l.width, l.height);
+namespace {
+
+void draw_heatmap_grid(Canvas& canvas, const HeatmapGrid& g, const HeatmapGridLayout& l) {
   cairo_t* cr = canvas.cr();
 
   std::vector<const std::vector<float>*> shown;
@@ -546,7 +635,25 @@ void write_heatmap_grid_png(const std::string& path, const HeatmapGrid& g) {
   const int bar_top = l.panel_y[0];
   const int bar_height = std::max(1, std::min(320, l.height - bar_top - kGridMargin));
   draw_color_bar(canvas, l.width - kGridMargin - kGridColorBarWidth + 16, bar_top, bar_height, lo, hi);
-  canvas.save();
+}
+
+}  // namespace
+
+void write_heatmap_grid_png(const std::string& path, const HeatmapGrid& g) {
+  check_grid(g, path);
+  const HeatmapGridLayout l = grid_layout(g);
+  Canvas canvas(path, l.width, l.height);
+  draw_heatmap_grid(canvas, g, l);
+  canvas.save(path);
+}
+
+std::string heatmap_grid_png(const HeatmapGrid& g) {
+  const std::string where = "heatmap grid '" + g.title + "'";
+  check_grid(g, where);
+  const HeatmapGridLayout l = grid_layout(g);
+  Canvas canvas(where, l.width, l.height);
+  draw_heatmap_grid(canvas, g, l);
+  return canvas.png();
 }
 
 // ---- value table
@@ -586,10 +693,9 @@ ValueHeatmapLayout value_heatmap_layout(const ValueHeatmap& table) {
   return table_layout(table);
 }
 
-void write_value_heatmap_png(const std::string& path, const ValueHeatmap& t) {
-  check_table(t, path);
-  const ValueHeatmapLayout l = table_layout(t);
-  Canvas canvas(path, l.width, l.height);
+namespace {
+
+void draw_value_heatmap(Canvas& canvas, const ValueHeatmap& t, const ValueHeatmapLayout& l) {
   cairo_t* cr = canvas.cr();
   draw_text(cr, l.width / 2.0, kGridMargin + kGridTitleHeight / 2.0, t.title,
             {.size = 18, .bold = true, .align_x = 0.5, .max_width = l.width - 2.0 * kGridMargin});
@@ -619,7 +725,143 @@ void write_value_heatmap_png(const std::string& path, const ValueHeatmap& t) {
   }
   draw_color_bar(canvas, l.width - kGridMargin - kGridColorBarWidth + 16, l.y0,
                  std::min<int>(320, static_cast<int>(t.rows) * kTableCellHeight), t.lo, t.hi);
-  canvas.save();
+}
+
+}  // namespace
+
+void write_value_heatmap_png(const std::string& path, const ValueHeatmap& t) {
+  check_table(t, path);
+  const ValueHeatmapLayout l = table_layout(t);
+  Canvas canvas(path, l.width, l.height);
+  draw_value_heatmap(canvas, t, l);
+  canvas.save(path);
+}
+
+std::string value_heatmap_png(const ValueHeatmap& t) {
+  const std::string where = "value heatmap '" + t.title + "'";
+  check_table(t, where);
+  const ValueHeatmapLayout l = table_layout(t);
+  Canvas canvas(where, l.width, l.height);
+  draw_value_heatmap(canvas, t, l);
+  return canvas.png();
+}
+
+// ---- values over time
+
+namespace {
+
+void check_time_heatmap(const TimeHeatmap& m, const std::string& where) {
+  if (m.x.empty() || m.values.empty())
+    throw Error(where + ": nothing to plot: " + std::to_string(m.x.size()) + " columns, " +
+                std::to_string(m.values.size()) + " groups of rows");
+  for (size_t i = 1; i < m.x.size(); ++i)
+    if (!(m.x[i] > m.x[i - 1])) throw Error(where + ": the x values must increase (column " + std::to_string(i) + ")");
+  if (m.group_labels.size() != m.values.size() || m.row_labels.size() != m.values.size())
+    throw Error(where + ": " + std::to_string(m.group_labels.size()) + " group labels and " +
+                std::to_string(m.row_labels.size()) + " lists of row labels for " + std::to_string(m.values.size()) +
+                " groups");
+  for (size_t g = 0; g < m.values.size(); ++g) {
+    if (m.values[g].empty() || m.row_labels[g].size() != m.values[g].size())
+      throw Error(where + ": group " + std::to_string(g) + " has " + std::to_string(m.values[g].size()) +
+                  " rows and " + std::to_string(m.row_labels[g].size()) + " row labels");
+    for (const auto& row : m.values[g])
+      if (row.size() != m.x.size())
+        throw Error(where + ": a row of group " + std::to_string(g) + " has " + std::to_string(row.size()) +
+                    " values for " + std::to_string(m.x.size()) + " columns");
+  }
+  if (!(m.hi > m.lo))
+    throw Error(where + ": colour range [" + std::to_string(m.lo) + ", " + std::to_string(m.hi) + "] is empty");
+}
+
+TimeHeatmapLayout time_layout(const TimeHeatmap& m) {
+  TimeHeatmapLayout l;
+  size_t rows = 0;
+  for (const auto& g : m.values) rows += g.size();
+  l.row_height = std::clamp(kTimeHeatmapRowsHeight / static_cast<int>(std::min<size_t>(rows, 1 << 20)), 3, 22);
+  l.row_labels = l.row_height >= 11;
+  l.width = kTimeHeatmapWidth;
+  l.left = kGridMargin + kTimeHeatmapLabelWidth;
+  l.right = l.width - kGridMargin - kGridColorBarWidth;
+  int y = kGridMargin + kGridTitleHeight;
+  for (const auto& g : m.values) {
+    l.group_y.push_back(y);
+    y += static_cast<int>(g.size()) * l.row_height + kGridGap;
+  }
+  l.height = y - kGridGap + kTimeHeatmapAxisHeight + kGridMargin;
+  return l;
+}
+
+// The pixel column where x lands: the columns' edges are the midpoints between their x values.
+double time_column_edge(const TimeHeatmap& m, const TimeHeatmapLayout& l, size_t edge) {
+  const size_t n = m.x.size();
+  const double half_first = n > 1 ? (m.x[1] - m.x[0]) / 2 : 0.5;
+  const double half_last = n > 1 ? (m.x[n - 1] - m.x[n - 2]) / 2 : 0.5;
+  const double lo = m.x.front() - half_first, hi = m.x.back() + half_last;
+  const double at = edge == 0 ? lo : edge == n ? hi : (m.x[edge - 1] + m.x[edge]) / 2;
+  return l.left + (at - lo) / (hi - lo) * (l.right - l.left);
+}
+
+void draw_time_heatmap(Canvas& canvas, const TimeHeatmap& m, const TimeHeatmapLayout& l) {
+  cairo_t* cr = canvas.cr();
+  draw_text(cr, l.width / 2.0, kGridMargin + kGridTitleHeight / 2.0, m.title,
+            {.size = 18, .bold = true, .align_x = 0.5, .max_width = l.width - 2.0 * kGridMargin});
+  for (size_t g = 0; g < m.values.size(); ++g) {
+    const int top = l.group_y[g], rows = static_cast<int>(m.values[g].size());
+    for (int r = 0; r < rows; ++r) {
+      const int y = top + r * l.row_height;
+      for (size_t c = 0; c < m.x.size(); ++c) {
+        const int x0 = static_cast<int>(std::lround(time_column_edge(m, l, c)));
+        const int x1 = static_cast<int>(std::lround(time_column_edge(m, l, c + 1)));
+        if (x1 > x0) canvas.fill_pixels(x0, y, x1 - x0, l.row_height, cell_color(m.values[g][r][c], m.lo, m.hi));
+      }
+      if (l.row_labels)
+        draw_text(cr, l.left - 6, y + l.row_height / 2.0, m.row_labels[g][r],
+                  {.size = std::min(12.0, l.row_height - 2.0), .color = kFaintInk, .align_x = 1, .max_width = 40});
+    }
+    set_color(cr, kFaintInk);
+    cairo_set_line_width(cr, 1);
+    cairo_rectangle(cr, l.left - 0.5, top - 0.5, l.right - l.left + 1, rows * l.row_height + 1);
+    cairo_stroke(cr);
+    draw_text(cr, kGridMargin, top + rows * l.row_height / 2.0, m.group_labels[g],
+              {.size = 13, .bold = true, .max_width = kTimeHeatmapLabelWidth - (l.row_labels ? 50.0 : 8.0)});
+  }
+  // the x axis under the last group: ticks at nice values of x
+  const int axis_y = l.group_y.back() + static_cast<int>(m.values.back().size()) * l.row_height;
+  const double lo = m.x.front(), hi = m.x.back();
+  const double x_lo = time_column_edge(m, l, 0), x_hi = time_column_edge(m, l, m.x.size());
+  const double span_lo = lo - (m.x.size() > 1 ? (m.x[1] - m.x[0]) / 2 : 0.5);
+  const double span_hi = hi + (m.x.size() > 1 ? (m.x.back() - m.x[m.x.size() - 2]) / 2 : 0.5);
+  const std::vector<double> ticks = nice_ticks(span_lo, span_hi, 6);
+  const double step = ticks.size() > 1 ? ticks[1] - ticks[0] : 1;
+  set_color(cr, kInk);
+  for (double t : ticks) {
+    if (t < span_lo || t > span_hi) continue;
+    const double x = std::round(x_lo + (t - span_lo) / (span_hi - span_lo) * (x_hi - x_lo)) + 0.5;
+    cairo_move_to(cr, x, axis_y);
+    cairo_line_to(cr, x, axis_y + 5);
+    cairo_stroke(cr);
+    draw_text(cr, x, axis_y + 9, tick_label(t, step), {.size = 12, .align_x = 0.5, .align_y = 0});
+  }
+  draw_text(cr, (l.left + l.right) / 2.0, axis_y + kTimeHeatmapAxisHeight - 14, m.x_label,
+            {.size = 14, .align_x = 0.5, .max_width = static_cast<double>(l.right - l.left)});
+  const int bar_top = l.group_y.front();
+  draw_color_bar(canvas, l.right + 16, bar_top, std::max(40, std::min(240, axis_y - bar_top)), m.lo, m.hi);
+}
+
+}  // namespace
+
+TimeHeatmapLayout time_heatmap_layout(const TimeHeatmap& map) {
+  check_time_heatmap(map, "time heatmap '" + map.title + "'");
+  return time_layout(map);
+}
+
+std::string time_heatmap_png(const TimeHeatmap& map) {
+  const std::string where = "time heatmap '" + map.title + "'";
+  check_time_heatmap(map, where);
+  const TimeHeatmapLayout l = time_layout(map);
+  Canvas canvas(where, l.width, l.height);
+  draw_time_heatmap(canvas, map, l);
+  return canvas.png();
 }
 
 }  // namespace hr

@@ -5,10 +5,12 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "kernels/base/error.h"
 #include "train/tools/plot.h"
+#include "train/tools/run_report.h"
 #include "train/run/trainer.h"
 
 namespace fs = std::filesystem;
@@ -57,7 +59,7 @@ void write_sweep_report(const std::string& dir, const std::vector<SweepResult>& 
       << "_sd,train_ms_per_step,latency_b1_ms,latency_b32_ms\n";
   std::ofstream md(dir + "/results.md");
   md << "| heads | head_dim | parameters | " << metric << " (mean ± sd, seeds) | train step ms | latency b1 ms | "
-     << "latency b32 ms |\n|---:|---:|---:|---:|---:|---:|---:|\n";
+     << "latency b32 ms | reports |\n|---:|---:|---:|---:|---:|---:|---:|---|\n";
   PlotSeries acc{metric, {}, {}, {}}, lat1{"batch 1", {}, {}, {}}, lat32{"batch 32", {}, {}, {}};
   for (const auto& [h, runs] : by_heads) {
     std::vector<const RunMeasurement*> seeds;
@@ -67,11 +69,16 @@ void write_sweep_report(const std::string& dir, const std::vector<SweepResult>& 
     csv << h << "," << runs[0].head_dim << "," << runs[0].parameters << "," << runs.size() << "," << sv.mean << ","
         << sv.sd << "," << sum.step_ms << "," << sum.latency_b1_ms << "," << sum.latency_b32_ms << "\n";
     char line[256];
-    std::snprintf(line, sizeof line, "| %lld | %lld | %lld | %.4f ± %.4f (%zu) | %.1f | %.2f | %.1f |\n",
+    std::snprintf(line, sizeof line, "| %lld | %lld | %lld | %.4f ± %.4f (%zu) | %.1f | %.2f | %.1f |",
                   static_cast<long long>(h), static_cast<long long>(runs[0].head_dim),
                   static_cast<long long>(runs[0].parameters), sv.mean, sv.sd, runs.size(), sum.step_ms,
                   sum.latency_b1_ms, sum.latency_b32_ms);
-    md << line;
+    std::string links;  // each seed's run report
+    for (const auto& r : runs)
+      if (const std::string l = report_link(dir, run_dir(dir, r.heads, r.seed), "seed " + std::to_string(r.seed));
+          !l.empty())
+        links += (links.empty() ? "" : ", ") + l;
+    md << line << " " << links << " |\n";
     acc.x.push_back(static_cast<double>(h));
     acc.y.push_back(sv.mean);
     acc.y_err.push_back(sv.sd);
@@ -80,6 +87,7 @@ void write_sweep_report(const std::string& dir, const std::vector<SweepResult>& 
     lat32.x.push_back(static_cast<double>(h));
     lat32.y.push_back(sum.latency_b32_ms);
   }
+  if (fs::exists(dir + "/report.html")) md << "\nAll runs compared: [report.html](report.html)\n";
   write_line_plot_png(dir + "/accuracy_vs_heads.png",
                       LinePlot{metric + " vs heads per layer (mean ± sd over seeds)", "heads per layer", metric, {acc},
                                true});
@@ -90,6 +98,11 @@ void write_sweep_report(const std::string& dir, const std::vector<SweepResult>& 
 
 int sweep_command(const SweepArgs& args) {
   HR_CHECK(!args.heads.empty(), "sweep: --heads needs at least one head count");
+  // a head count given twice would be one run directory reported as two
+  std::set<int64_t> given;
+  for (int64_t h : args.heads)
+    if (!given.insert(h).second)
+      throw UsageError("sweep: --heads lists " + std::to_string(h) + " twice; give each head count once");
   RunConfig base = load_run_config(args.config, args.overrides);
   const Config model = base.root.child("model");
   const int64_t d_model = model.get_positive("d_model");
@@ -138,6 +151,9 @@ int sweep_command(const SweepArgs& args) {
       std::ofstream(run + "/result.json") << to_json(r).dump(2) << "\n";
     }
   }
+  std::vector<std::string> runs;
+  for (const SweepResult& r : results) runs.push_back(run_dir(dir, r.heads, r.seed));
+  write_run_reports("sweep", dir, runs);
   write_sweep_report(dir, results);
   std::ifstream md(dir + "/results.md");
   std::cout << md.rdbuf() << "sweep: wrote " << dir << "/results.csv, results.md, accuracy_vs_heads.png, "

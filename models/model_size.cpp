@@ -1,0 +1,113 @@
+#include "models/model_size.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <optional>
+
+namespace hr {
+
+namespace {
+
+// A count the builder reads, or nullopt when it is absent or not one (the builder then names the problem).
+std::optional<double> count(const Config& c, const std::string& key) {
+  try {
+    if (!c.has(key)) return std::nullopt;
+    return static_cast<double>(c.get<int64_t>(key));
+  } catch (const ConfigError&) {
+    return std::nullopt;
+  }
+}
+
+struct Part {
+  double parameters = 0;
+  std::string where;  // "model.layers[1]: 1000000000 layers (repeat) of ..."
+};
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v < 1e15 ? "%.0f" : "%.3g", v);
+  return buf;
+}
+
+// Each part of the model: block that can be large, with its parameters: the embeddings, then every layer group.
+std::vector<Part> parts_of(const Config& model, const ModelDims& dims) {
+  std::vector<Part> parts;
+  try {
+    const double D = count(model, "d_model").value_or(0), L = count(model, "max_len").value_or(0);
+    const double S = count(model, "segments").value_or(static_cast<double>(dims.segments));
+    const double V = static_cast<double>(dims.vocab_size);
+    parts.push_back({(V + L + S + 2) * D, "the embeddings: model.d_model " + number_text(D) + " x (model.max_len " +
+                                              number_text(L) + " + vocabulary " + number_text(V) + ")"});
+    const double F = count(model, "ffn_dim").value_or(4 * D);
+    if (!model.has("layers")) return parts;
+    const std::vector<Config> groups = model.child("layers").items();
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const Config& group = groups[g];
+      const double repeat = count(group, "repeat").value_or(1), f = count(group, "ffn_dim").value_or(F);
+      double inner = 0, heads = 0;  // heads x head_dim, heads
+      if (group.has("attention") && group.child("attention").has("heads")) {
+        const Config a = group.child("attention");
+        heads = count(a, "heads").value_or(0);
+        inner = heads * count(a, "head_dim").value_or(0);
+      }
+      // q, k, v, o with biases, two layer norms, the feed-forward's two linears with biases
+      const double layer = 4 * D * inner + 3 * inner + D + 4 * D + 2 * D * f + f + D + 2 * heads * heads;
+      parts.push_back({std::max(0.0, repeat) * layer,
+                       "model.layers[" + std::to_string(g) + "]: repeat " + number_text(repeat) + " x " +
+                           number_text(layer) + " parameters a layer (model.d_model " + number_text(D) + ", ffn_dim " +
+                           number_text(f) + ", " + number_text(heads) + " heads)"});
+    }
+  } catch (const ConfigError&) {  // a block of the wrong shape: the builder says so
+  }
+  return parts;
+}
+
+}  // namespace
+
+double machine_memory_bytes() {
+  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+std::string bytes_text(double bytes) {
+  char buf[48];
+  if (bytes < 1e9) std::snprintf(buf, sizeof buf, "%.1f MB", bytes / 1e6);
+  else if (bytes < 1e12) std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  else std::snprintf(buf, sizeof buf, "%.3g TB", bytes / 1e12);
+  return buf;
+}
+
+double estimate_parameters(const Config& model, const ModelDims& dims) {
+  double total = 0;
+  for (const Part& p : parts_of(model, dims)) total += p.parameters;
+  return total;
+}
+
+void check_model_fits(const Config& model, const ModelDims& dims) {
+  const std::vector<Part> parts = parts_of(model, dims);
+  double total = 0;
+  const Part* largest = nullptr;
+  for (const Part& p : parts) {
+    total += p.parameters;
+    if (!largest || p.parameters > largest->parameters) largest = &p;
+  }
+  const double need = 8 * total, have = machine_memory_bytes();  // a weight and its gradient, f32
+  if (need <= have) return;
+  model.fail("the model has " + number_text(total) + " parameters, which need " + bytes_text(need) +
+             " for weights and gradients; this machine has " + bytes_text(have) + ". The largest part is " +
+             largest->where + ": make it smaller");
+}
+
+std::string training_memory_problem(double parameters, int64_t layers, int64_t d_model, int64_t rows,
+                                    int64_t row_len) {
+  const double activations = 4.0 * static_cast<double>(layers) * static_cast<double>(rows) *
+                             static_cast<double>(row_len) * static_cast<double>(d_model);
+  const double need = 12 * parameters + activations, have = machine_memory_bytes();
+  if (need <= have) return "";
+  return "a batch of " + std::to_string(rows) + " rows of " + std::to_string(row_len) + " tokens needs at least " +
+         bytes_text(need) + " to train (" + bytes_text(activations) + " of activations, " +
+         bytes_text(12 * parameters) + " of weights, gradients and optimizer state); this machine has " +
+         bytes_text(have);
+}
+
+}  // namespace hr
