@@ -130,4 +130,12 @@ std::unique_ptr<EncoderModel> build_model(const Config& model, const ModelDims& 
   return m;
 }
 
+std::unique_ptr<EncoderModel> build_model_shapes(const Config& model, const ModelDims& dims) {
+  check_model_countable(model, dims);
+  const ShapesOnly shapes;
+  auto m = std::make_unique<EncoderModel>(model, dims);
+  model.check_all_read();
+  return m;
+}
+
 }  // namespace hr

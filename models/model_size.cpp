@@ -22,7 +22,26 @@ std::optional<double> count(const Config& c, const std::string& key) {
 struct Part {
   double parameters = 0;
   std::string where;  // "model.layers[1]: 1000000000 layers (repeat) of ..."
+  double layers = 0;  // a layer group's repeat; 0 for the embeddings
 };
+
+// The sums over the parts, and the parts that hold the most parameters and the most layers.
+struct Sizes {
+  double parameters = 0, layers = 0;
+  const Part* largest = nullptr;
+  const Part* deepest = nullptr;
+};
+
+Sizes sizes_of(const std::vector<Part>& parts) {
+  Sizes s;
+  for (const Part& p : parts) {
+    s.parameters += p.parameters;
+    s.layers += p.layers;
+    if (!s.largest || p.parameters > s.largest->parameters) s.largest = &p;
+    if (!s.deepest || p.layers > s.deepest->layers) s.deepest = &p;
+  }
+  return s;
+}
 
 std::string number_text(double v) {
   char buf[32];
@@ -56,7 +75,8 @@ std::vector<Part> parts_of(const Config& model, const ModelDims& dims) {
       parts.push_back({std::max(0.0, repeat) * layer,
                        "model.layers[" + std::to_string(g) + "]: repeat " + number_text(repeat) + " x " +
                            number_text(layer) + " parameters a layer (model.d_model " + number_text(D) + ", ffn_dim " +
-                           number_text(f) + ", " + number_text(heads) + " heads)"});
+                           number_text(f) + ", " + number_text(heads) + " heads)",
+                       std::max(0.0, repeat)});
     }
   } catch (const ConfigError&) {  // a block of the wrong shape: the builder says so
   }
@@ -85,17 +105,24 @@ double estimate_parameters(const Config& model, const ModelDims& dims) {
 
 void check_model_fits(const Config& model, const ModelDims& dims) {
   const std::vector<Part> parts = parts_of(model, dims);
-  double total = 0;
-  const Part* largest = nullptr;
-  for (const Part& p : parts) {
-    total += p.parameters;
-    if (!largest || p.parameters > largest->parameters) largest = &p;
-  }
-  const double need = 8 * total, have = machine_memory_bytes();  // a weight and its gradient, f32
+  const Sizes s = sizes_of(parts);
+  const double need = 8 * s.parameters, have = machine_memory_bytes();  // a weight and its gradient, f32
   if (need <= have) return;
-  model.fail("the model has " + number_text(total) + " parameters, which need " + bytes_text(need) +
+  model.fail("the model has " + number_text(s.parameters) + " parameters, which need " + bytes_text(need) +
              " for weights and gradients; this machine has " + bytes_text(have) + ". The largest part is " +
-             largest->where + ": make it smaller");
+             s.largest->where + ": make it smaller");
+}
+
+void check_model_countable(const Config& model, const ModelDims& dims) {
+  constexpr double kMaxParameters = 9007199254740992.0, kMaxLayers = 1e4;  // 2^53
+  const std::vector<Part> parts = parts_of(model, dims);
+  const Sizes s = sizes_of(parts);
+  if (s.layers > kMaxLayers)
+    model.fail("the model has " + number_text(s.layers) + " layers; a model is described up to " +
+               number_text(kMaxLayers) + ". The deepest part is " + s.deepest->where + ": make it smaller");
+  if (s.parameters > kMaxParameters)
+    model.fail("the model has " + number_text(s.parameters) + " parameters, more than 2^53, which cannot be counted "
+               "exactly. The largest part is " + s.largest->where + ": make it smaller");
 }
 
 std::string training_memory_problem(double parameters, int64_t layers, int64_t d_model, int64_t rows,

@@ -511,10 +511,12 @@ TEST_CASE("model_sizes_past_the_machine_are_refused_before_allocating_naming_the
   TempDir d;
   const std::string cfg = quote(setup(d));
   const std::pair<std::string, std::string> refused[] = {
-      {"info " + cfg + " --set model.layers.0.repeat=1000000000", "model.layers[0]: repeat 1000000000"},
-      {"info " + cfg + " --set model.d_model=4611686018427387904", "model.d_model 4.61e+18"},
-      {"info " + cfg + " --set model.max_len=100000000000", "model.max_len 100000000000"},
-      {"train --quiet " + cfg + " --set model.layers.0.repeat=1000000000 --out " + quote(d / "run"), "repeat"},
+      {"train --quiet " + cfg + " --set model.d_model=4611686018427387904 --out " + quote(d / "run"),
+       "model.d_model 4.61e+18"},
+      {"train --quiet " + cfg + " --set model.max_len=100000000000 --out " + quote(d / "run"),
+       "model.max_len 100000000000"},
+      {"train --quiet " + cfg + " --set model.layers.0.repeat=1000000000 --out " + quote(d / "run"),
+       "model.layers[0]: repeat 1000000000"},
       {"bench " + cfg + " --batch 1000000000", "bench --batch 1000000000"},
   };
   for (const auto& [args, key] : refused) {
@@ -534,6 +536,37 @@ TEST_CASE("model_sizes_past_the_machine_are_refused_before_allocating_naming_the
   CHECK(r.code == 2);
   CHECK_MESSAGE(r.output.find("'num_hidden_layers': num_hidden_layers 1000000000") != std::string::npos, r.output);
   CHECK_FALSE(fs::exists(d / "imported"));
+}
+
+TEST_CASE("info_describes_a_model_past_the_machine_without_allocating_it_and_refuses_what_it_cannot_count") {
+  TempDir d;
+  const std::string cfg = quote(setup(d));
+  // d_model 10^5, ffn_dim 4 x 10^5: 1.6e11 parameters, 1.3 TB with their gradients
+  const std::string huge = cfg + " --set model.d_model=100000 --set model.ffn_dim=400000";
+  const auto start = std::chrono::steady_clock::now();
+  Result r = headroom_within(20, "info " + huge);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const size_t total = r.output.find("total: ");
+  REQUIRE_MESSAGE(total != std::string::npos, r.output);
+  CHECK(std::stod(r.output.substr(total + 7)) > 1.6e11);
+  CHECK(seconds < 10);  // no weight is allocated or drawn (1.6e11 normal draws would take minutes)
+  r = headroom_within(20, "train --quiet " + huge + " --out " + quote(d / "run"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("this machine has") != std::string::npos, r.output);
+  CHECK_MESSAGE(r.output.find("ffn_dim 400000") != std::string::npos, r.output);
+  CHECK_FALSE(fs::exists(d / "run/config.yaml"));
+  // what info cannot count or list is refused naming the part
+  const std::pair<std::string, std::string> refused[] = {
+      {" --set model.layers.0.repeat=1000000000", "model.layers[0]: repeat 1000000000"},
+      {" --set model.d_model=4611686018427387904", "model.d_model 4.61e+18"},
+  };
+  for (const auto& [set, key] : refused) {
+    CAPTURE(set);
+    r = headroom_within(20, "info " + cfg + set);
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.output.find(key) != std::string::npos, r.output);
+  }
 }
 
 }  // TEST_SUITE

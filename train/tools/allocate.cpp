@@ -299,12 +299,12 @@ int allocate_command(const AllocateArgs& args) {
   const std::string allocated_yaml = std::string(emit.c_str()) + "\n";
   write_text(dir + "/allocated.yaml", allocated_yaml);
 
-  // Per-layer parameters do not depend on what the data decides (vocabulary, labels): built with placeholder dims,
-  // the layers are the runs' own; the whole models' parameters come with the compare runs.
+  // Per-layer parameters do not depend on what the data decides (vocabulary, labels): built of shapes with placeholder
+  // dims, the layers are the runs' own; the whole models' parameters come with the compare runs.
   const ModelDims layer_dims{1, 2, 0};
-  const auto uniform_model = build_model(model, layer_dims);
+  const auto uniform_model = build_model_shapes(model, layer_dims);
   const auto allocated_model =
-      build_model(Config::parse(allocated_yaml, dir + "/allocated.yaml").child("model"), layer_dims);
+      build_model_shapes(Config::parse(allocated_yaml, dir + "/allocated.yaml").child("model"), layer_dims);
   const std::vector<LayerStats> us = uniform_model->layer_stats(1), as = allocated_model->layer_stats(1);
   nlohmann::json layer_rows = nlohmann::json::array();
   if (args.allocation.empty())
