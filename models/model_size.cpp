@@ -49,35 +49,47 @@ std::string number_text(double v) {
   return buf;
 }
 
+// The token, position and segment embeddings, and what sizes them.
+Part embeddings_part(const Config& model, const ModelDims& dims) {
+  const double D = count(model, "d_model").value_or(0), L = count(model, "max_len").value_or(0);
+  const double S = count(model, "segments").value_or(static_cast<double>(dims.segments));
+  const double V = static_cast<double>(dims.vocab_size);
+  return {(V + L + S + 2) * D, "the embeddings: model.d_model " + number_text(D) + " x (model.max_len " +
+                                   number_text(L) + " + the vocabulary's " + number_text(V) +
+                                   " tokens (tokenizer.vocab or tokenizer.vocab_size))"};
+}
+
+// Layer group g of model.layers, and the keys that size it.
+Part layer_group_part(const Config& model, const Config& group, size_t g) {
+  const double D = count(model, "d_model").value_or(0);
+  const std::string key = "model.layers[" + std::to_string(g) + "]";
+  const bool own_ffn = group.has("ffn_dim");
+  const double repeat = count(group, "repeat").value_or(1),
+               f = count(own_ffn ? group : model, "ffn_dim").value_or(4 * D);
+  double heads = 0, head_dim = 0;
+  if (group.has("attention") && group.child("attention").has("heads")) {
+    const Config a = group.child("attention");
+    heads = count(a, "heads").value_or(0);
+    head_dim = count(a, "head_dim").value_or(0);
+  }
+  const double inner = heads * head_dim;
+  // q, k, v, o with biases, two layer norms, the feed-forward's two linears with biases
+  const double layer = 4 * D * inner + 3 * inner + D + 4 * D + 2 * D * f + f + D + 2 * heads * heads;
+  return {std::max(0.0, repeat) * layer,
+          key + ": repeat " + number_text(repeat) + " x " + number_text(layer) + " parameters a layer (model.d_model " +
+              number_text(D) + ", " + (own_ffn ? key + ".ffn_dim " : "model.ffn_dim ") + number_text(f) + ", " + key +
+              ".attention.heads " + number_text(heads) + " x head_dim " + number_text(head_dim) + ")",
+          std::max(0.0, repeat)};
+}
+
 // Each part of the model: block that can be large, with its parameters: the embeddings, then every layer group.
 std::vector<Part> parts_of(const Config& model, const ModelDims& dims) {
   std::vector<Part> parts;
   try {
-    const double D = count(model, "d_model").value_or(0), L = count(model, "max_len").value_or(0);
-    const double S = count(model, "segments").value_or(static_cast<double>(dims.segments));
-    const double V = static_cast<double>(dims.vocab_size);
-    parts.push_back({(V + L + S + 2) * D, "the embeddings: model.d_model " + number_text(D) + " x (model.max_len " +
-                                              number_text(L) + " + vocabulary " + number_text(V) + ")"});
-    const double F = count(model, "ffn_dim").value_or(4 * D);
+    parts.push_back(embeddings_part(model, dims));
     if (!model.has("layers")) return parts;
     const std::vector<Config> groups = model.child("layers").items();
-    for (size_t g = 0; g < groups.size(); ++g) {
-      const Config& group = groups[g];
-      const double repeat = count(group, "repeat").value_or(1), f = count(group, "ffn_dim").value_or(F);
-      double inner = 0, heads = 0;  // heads x head_dim, heads
-      if (group.has("attention") && group.child("attention").has("heads")) {
-        const Config a = group.child("attention");
-        heads = count(a, "heads").value_or(0);
-        inner = heads * count(a, "head_dim").value_or(0);
-      }
-      // q, k, v, o with biases, two layer norms, the feed-forward's two linears with biases
-      const double layer = 4 * D * inner + 3 * inner + D + 4 * D + 2 * D * f + f + D + 2 * heads * heads;
-      parts.push_back({std::max(0.0, repeat) * layer,
-                       "model.layers[" + std::to_string(g) + "]: repeat " + number_text(repeat) + " x " +
-                           number_text(layer) + " parameters a layer (model.d_model " + number_text(D) + ", ffn_dim " +
-                           number_text(f) + ", " + number_text(heads) + " heads)",
-                       std::max(0.0, repeat)});
-    }
+    for (size_t g = 0; g < groups.size(); ++g) parts.push_back(layer_group_part(model, groups[g], g));
   } catch (const ConfigError&) {  // a block of the wrong shape: the builder says so
   }
   return parts;
@@ -104,13 +116,16 @@ double estimate_parameters(const Config& model, const ModelDims& dims) {
 }
 
 void check_model_fits(const Config& model, const ModelDims& dims) {
+  const double need = 8 * estimate_parameters(model, dims), have = machine_memory_bytes();
+  if (need > have) fail_model_size(model, dims, "this machine has " + bytes_text(have));
+}
+
+void fail_model_size(const Config& model, const ModelDims& dims, const std::string& why) {
   const std::vector<Part> parts = parts_of(model, dims);
   const Sizes s = sizes_of(parts);
-  const double need = 8 * s.parameters, have = machine_memory_bytes();  // a weight and its gradient, f32
-  if (need <= have) return;
-  model.fail("the model has " + number_text(s.parameters) + " parameters, which need " + bytes_text(need) +
-             " for weights and gradients; this machine has " + bytes_text(have) + ". The largest part is " +
-             s.largest->where + ": make it smaller");
+  model.fail("the model has " + number_text(s.parameters) + " parameters, which need " + bytes_text(8 * s.parameters) +
+             " for weights and gradients; " + why + ". The largest part is " +
+             (s.largest ? s.largest->where : std::string("not known")) + ": make it smaller");
 }
 
 void check_model_countable(const Config& model, const ModelDims& dims) {

@@ -538,6 +538,21 @@ TEST_CASE("model_sizes_past_the_machine_are_refused_before_allocating_naming_the
   CHECK_FALSE(fs::exists(d / "imported"));
 }
 
+#ifndef __SANITIZE_ADDRESS__  // ASan reserves terabytes of address space: it cannot start under a ulimit -v
+TEST_CASE("a_model_whose_allocation_runs_out_of_memory_is_a_config_error_naming_its_keys_and_bytes") {
+  TempDir d;
+  // 4.8e8 parameters (3.8 GB with gradients): within the machine, past an address space of 2 GB
+  const std::string bin = quote(std::string(std::getenv("HR_BUILD_ROOT")) + "/headroom");
+  const Result r = shell("ulimit -v 2000000; exec " + bin + " train --quiet " + quote(setup(d)) +
+                         " --set model.max_len=30000000 --out " + quote(d / "run"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("GB for weights and gradients; allocating them ran out of memory") != std::string::npos,
+                r.output);
+  CHECK_MESSAGE(r.output.find("model.d_model 16 x (model.max_len 30000000") != std::string::npos, r.output);
+  CHECK_FALSE(fs::exists(d / "run/config.yaml"));
+}
+#endif
+
 TEST_CASE("info_describes_a_model_past_the_machine_without_allocating_it_and_refuses_what_it_cannot_count") {
   TempDir d;
   const std::string cfg = quote(setup(d));

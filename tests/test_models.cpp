@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -467,6 +468,35 @@ TEST_CASE("a model of shapes counts what the built model counts and allocates no
                            "[{attention: {heads: 1, head_dim: 1}}]}";
   CHECK_THROWS_WITH_AS(build_model_shapes(model_block(wide), {2, 0, 0}),
                        doctest::Contains("more elements than int64 counts"), Error);
+}
+
+TEST_CASE("a model too large for the memory there is: a ConfigError naming its keys and the bytes it needs") {
+  const auto model_block = [](const std::string& yaml) { return Config::parse(yaml, "test.yaml").child("model"); };
+  // past the machine: the largest part and every key that sizes it
+  const std::string huge = "model: {type: encoder_classifier, d_model: 100000, max_len: 16, layers: [{repeat: 2, "
+                           "attention: {heads: 2, head_dim: 8}, ffn_dim: 300000}]}";
+  CHECK_THROWS_WITH_AS(build_model(model_block(huge), {50, 5, 0}),
+                       doctest::Contains("960.2 GB for weights and gradients; this machine has"), ConfigError);
+  CHECK_THROWS_WITH_AS(build_model(model_block(huge), {50, 5, 0}),
+                       doctest::Contains("model.layers[0]: repeat 2 x 60007300056 parameters a layer (model.d_model "
+                                         "100000, model.layers[0].ffn_dim 300000, model.layers[0].attention.heads 2 x "
+                                         "head_dim 8)"),
+                       ConfigError);
+  const std::string vocab = "model: {type: encoder_classifier, d_model: 100000, max_len: 16, layers: []}";
+  CHECK_THROWS_WITH_AS(build_model(model_block(vocab), {100'000'000, 5, 0}),
+                       doctest::Contains("the vocabulary's 100000000 tokens (tokenizer.vocab or tokenizer.vocab_size)"),
+                       ConfigError);
+  // within the machine, but an allocation fails (here a layer's): the same message, not std::bad_alloc
+  register_layer("out_of_memory", [](const Config&, const LayerDefaults&) -> std::unique_ptr<Layer> {
+    throw std::bad_alloc();
+  });
+  const std::string small = "model: {type: encoder_classifier, d_model: 16, max_len: 8, ffn_dim: 32, layers: "
+                            "[{repeat: 3, attention: {heads: 2, head_dim: 8}}, {type: out_of_memory}]}";
+  CHECK_THROWS_WITH_AS(build_model(model_block(small), {50, 5, 0}),
+                       doctest::Contains("parameters, which need 0.1 MB for weights and gradients; allocating them ran "
+                                         "out of memory. The largest part is model.layers[0]: repeat 3 x 2232 "
+                                         "parameters a layer (model.d_model 16, model.ffn_dim 32"),
+                       ConfigError);
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
