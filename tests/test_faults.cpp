@@ -315,6 +315,36 @@ TEST_CASE("export_hf_refuses_a_non_empty_out_without_force_and_a_run_directory_a
   CHECK(headroom(export_run + quote(d / "hf")).code == 2);
 }
 
+TEST_CASE("import_hf_and_prune_refuse_an_out_that_is_not_a_new_or_empty_directory_and_touch_nothing_in_it") {
+  TempDir d;
+  const std::string hf = quote(repo_path("tests/fixtures/hf_bert/bert_tiny_cls")), run = d / "run";
+  REQUIRE(headroom("import-hf " + hf + " --out " + quote(run)).code == 0);
+  // a folder holding a user's files, and a file: refused by both, as they were
+  fs::create_directories(d / "mine");
+  write_file(d / "mine/vocab.txt", "my words\n");
+  write_file(d / "notes.txt", "keep me\n");
+  const std::pair<std::string, std::string> outs[] = {{d / "mine", "is not empty (it holds 'vocab.txt')"},
+                                                      {d / "notes.txt", "is a file, not a directory"},
+                                                      {run, "already holds a run"}};
+  const std::string run_config = read_file(run + "/config.yaml");
+  for (const std::string& command : {"import-hf " + hf, "prune --run " + quote(run) + " --keep 1"}) {
+    for (const auto& [out, why] : outs) {
+      CAPTURE(command);
+      CAPTURE(out);
+      const Result r = headroom(command + " --out " + quote(out));
+      CHECK(r.code == 2);
+      CHECK_MESSAGE(r.output.find(out + " " + why) != std::string::npos, r.output);
+    }
+  }
+  CHECK(read_file(d / "mine/vocab.txt") == "my words\n");
+  CHECK(std::distance(fs::directory_iterator(d / "mine"), fs::directory_iterator()) == 1);
+  CHECK(read_file(d / "notes.txt") == "keep me\n");
+  CHECK(read_file(run + "/config.yaml") == run_config);
+  // an empty directory is as good as a new one
+  fs::create_directories(d / "empty");
+  CHECK(headroom("import-hf " + hf + " --out " + quote(d / "empty")).code == 0);
+}
+
 TEST_CASE("resume_set_is_validated_against_the_checkpoint_before_config_yaml_is_written") {
   TempDir d;
   const std::string run = trained_run(d);

@@ -21,6 +21,7 @@
 #include "models/encoder_model.h"
 #include "models/model_size.h"
 #include "train/run/checkpoint.h"
+#include "train/run/new_out_dir.h"
 #include "train/run/trainer.h"
 #include "train/tasks/classification_task.h"
 #include "train/tokenizer/vocab.h"
@@ -413,7 +414,7 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
     throw Error(a.dir + ": no model.safetensors");
   }
   HR_CHECK(fs::exists(vocab_path), a.dir + ": no vocab.txt (headroom imports BERT's WordPiece tokenizer)");
-  if (fs::exists(a.out_dir + "/config.yaml")) throw UsageError(a.out_dir + " already holds a run; choose another --out");
+  require_new_or_empty_dir(a.out_dir);
 
   // the classifier's pooling: --pooling, else sentence-transformers' (mean or cls) when the directory has its
   // pooling config, else BERT's pooler
@@ -595,11 +596,9 @@ void check_export_dir(const HfExportArgs& a) {
   if (run)
     throw UsageError("--out " + a.out_dir + " is a headroom run directory: export-hf never writes into one (not even "
                      "with --force); choose a new directory");
-  if (fs::is_empty(out, ec) || a.force) return;
-  const std::string first = fs::directory_iterator(out)->path().filename().string();
-  throw UsageError("--out " + a.out_dir + " is not empty (it holds '" + first + "'" + "): choose a new or empty "
-                   "directory, or add --force to replace config.json, model.safetensors, vocab.txt and "
-                   "tokenizer_config.json in it");
+  if (!a.force)
+    require_new_or_empty_dir(a.out_dir, ", or add --force to replace config.json, model.safetensors, vocab.txt and "
+                                        "tokenizer_config.json in it");
 }
 
 }  // namespace
