@@ -517,6 +517,50 @@ TEST_CASE("a_predict_line_nesting_a_million_arrays_is_answered_with_an_error_and
   CHECK(lines[1]["text"] == "play a song");
 }
 
+TEST_CASE("json_files_nesting_100000_arrays_are_refused_at_once_naming_the_file") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+#ifdef __SANITIZE_ADDRESS__
+  const double limit = 10.0;  // the process alone takes most of a second to start under ASan
+#else
+  const double limit = 3.0;
+#endif
+  const auto within_limit = [&](const std::string& args) {
+    const auto start = std::chrono::steady_clock::now();
+    const Result r = headroom_within(20, args);
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < limit);
+    return r;
+  };
+  // a Hugging Face config.json
+  fs::copy(repo_path("tests/fixtures/hf_bert/bert_tiny_cls"), d / "hf", fs::copy_options::recursive);
+  write_file(d / "hf/config.json", deep);
+  Result r = within_limit("import-hf " + quote(d / "hf") + " --out " + quote(d / "imported"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find(d / "hf/config.json" + ": invalid JSON: nested deeper than 100 levels") !=
+                    std::string::npos,
+                r.output);
+  CHECK_FALSE(fs::exists(d / "imported"));
+  // a checkpoint's header: the length, then the JSON
+  const std::string header = "{\"a\": " + deep + "}";
+  std::string bytes(8, '\0');
+  for (size_t i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  const std::string checkpoint = read_file(run + "/checkpoint-best.safetensors");
+  write_file(run + "/checkpoint-best.safetensors", bytes + header);
+  r = within_limit("eval --run " + quote(run) + " --checkpoint best");
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.output.find("checkpoint-best.safetensors") != std::string::npos, r.output);
+  CHECK_MESSAGE(r.output.find("header is not valid JSON: nested deeper than 100 levels") != std::string::npos,
+                r.output);
+  write_file(run + "/checkpoint-best.safetensors", checkpoint);
+  // a metrics.jsonl line: not a metrics row, named by its line
+  const std::string metrics = read_file(run + "/metrics.jsonl");
+  write_file(run + "/metrics.jsonl", deep + "\n" + metrics);
+  r = within_limit("report " + quote(run) + " --out " + quote(d / "report.html"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("metrics.jsonl:1: not a metrics row") != std::string::npos, r.output);
+}
+
 TEST_CASE("devices_and_links_to_them_are_refused_as_not_regular_files_naming_the_key_or_file") {
   TempDir d;
   const std::string run = trained_run(d);

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "framework/atomic_file.h"
+#include "framework/bounded_json.h"
 #include "kernels/base/error.h"
 #include "models/head_pruning.h"
 #include "train/tools/plot.h"
@@ -75,8 +76,7 @@ void write_text(const std::string& path, const std::string& text) {
 void check_or_write_settings(const std::string& dir, const nlohmann::json& settings) {
   const std::string path = dir + "/allocate.json";
   if (fs::exists(path)) {
-    std::ifstream f(path);
-    const nlohmann::json old = nlohmann::json::parse(f);
+    const nlohmann::json old = read_json_file(path, 64 << 20, "settings file");
     for (const auto& [key, value] : settings.items())
       if (!old.contains(key) || old[key] != value)
         throw UsageError("allocate: " + dir + " holds an allocation made with another " + key + " (" + path +
@@ -116,8 +116,7 @@ AllocateResult train_and_measure(const std::string& dir, const CompareModel& m, 
   const std::string result_path = run + "/result.json";
   if (fs::exists(result_path)) {
     std::cout << "allocate: reusing " << run << "\n";
-    std::ifstream f(result_path);
-    return allocate_result_from_json(nlohmann::json::parse(f));
+    return allocate_result_from_json(read_json_file(result_path, 64 << 20, "result file"));
   }
   std::vector<std::string> overrides = m.overrides;
   overrides.push_back("train.seed=" + std::to_string(seed));

@@ -13,8 +13,8 @@
 #include <utility>
 
 #include "framework/atomic_file.h"
+#include "framework/bounded_json.h"
 #include "framework/config.h"
-#include "framework/regular_file.h"
 #include "framework/safetensors.h"
 #include "kernels/base/error.h"
 #include "models/encoder_layer.h"
@@ -103,14 +103,7 @@ bool split_suffix(const std::string& s, std::string& module, std::string& suffix
   return false;
 }
 
-json read_json(const std::string& path) {
-  const std::string text = read_regular_file(path, 64 << 20, "JSON config");
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error(path + ": not valid JSON (" + e.what() + ")");
-  }
-}
+json read_json(const std::string& path) { return read_json_file(path, 64 << 20, "JSON config"); }
 
 // config.json's fields, each an error naming the file and the key when missing or of the wrong type.
 struct JsonFields {
