@@ -53,6 +53,15 @@ std::string one_line_predictions(const std::string& out) {  // the JSON lines of
   return s;
 }
 
+// A tiny run training into d/run until it is stopped (10^5 steps, no evaluation), in the background, past step 20.
+Background endless_run_past_step_20(const TempDir& d) {
+  Background bg("train " + quote(setup(d)) + " --set train.max_steps=100000 --set train.eval_every=100000 --out " +
+                    quote(d / "run"),
+                d / "log");
+  REQUIRE_MESSAGE(bg.wait_for("step 20/"), read_file(d / "log"));
+  return bg;
+}
+
 // A trained tiny run (30 steps) in d/run.
 std::string trained_run(const TempDir& d, const std::string& sets = "") {
   const std::string cfg = setup(d);
@@ -92,11 +101,7 @@ TEST_CASE("sigterm_and_sigint_save_a_checkpoint_at_the_step_boundary_and_the_run
 
 TEST_CASE("a_run_directory_has_one_writer_a_second_train_or_resume_is_refused_naming_the_pid") {
   TempDir d;
-  const std::string cfg = setup(d);
-  Background bg("train " + quote(cfg) + " --set train.max_steps=100000 --set train.eval_every=100000 --out " +
-                    quote(d / "run"),
-                d / "log");
-  REQUIRE_MESSAGE(bg.wait_for("step 20/"), read_file(d / "log"));
+  Background bg = endless_run_past_step_20(d);
   const std::string config_before = read_file(d / "run/config.yaml");
   const Result second = headroom("train --quiet --resume " + quote(d / "run") + " --set train.lr=1e-4");
   CHECK(second.code == 2);
@@ -104,7 +109,7 @@ TEST_CASE("a_run_directory_has_one_writer_a_second_train_or_resume_is_refused_na
                     std::string::npos,
                 second.output);
   // a new run into it: refused as a directory that holds a run (two new runs racing for one --out meet the lock)
-  CHECK(headroom("train --quiet " + quote(cfg) + " --out " + quote(d / "run")).code == 2);
+  CHECK(headroom("train --quiet " + quote(d / "tiny.yaml") + " --out " + quote(d / "run")).code == 2);
   CHECK(read_file(d / "run/config.yaml") == config_before);  // the refused resume wrote nothing
   kill(bg.pid, SIGKILL);  // the kernel drops the lock with its holder: the run resumes
   bg.wait_exit();
@@ -382,11 +387,7 @@ TEST_SUITE("sighup_saves_and_exits_like_sigterm") {
 
 TEST_CASE("sighup_saves_checkpoint_last_at_the_step_boundary_and_the_run_resumes") {
   TempDir d;
-  const std::string cfg = setup(d);
-  Background bg("train " + quote(cfg) + " --set train.max_steps=100000 --set train.eval_every=100000 --out " +
-                    quote(d / "run"),
-                d / "log");
-  REQUIRE_MESSAGE(bg.wait_for("step 20/"), read_file(d / "log"));
+  Background bg = endless_run_past_step_20(d);
   kill(bg.pid, SIGHUP);
   CHECK(bg.wait_exit() == 128 + SIGHUP);
   INFO(read_file(d / "log"));
