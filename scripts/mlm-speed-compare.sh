@@ -21,7 +21,7 @@ print(f"--layers {len(rows)} --hidden {h * dh} --heads {h} --ffn {ffn.pop()}")')
 out=$(mktemp -d)
 for r in $(seq "$rounds"); do
   for p in f32 bf16; do
-    build/headroom bench "$config" --precision "$p" --batch "$batch" --seq-len "$seq" --steps 5 --warmup 2 \
+    build/headroom bench "$config" --precision "$p" --batch "$batch" --seq-len "$seq" --vocab 30522 --steps 5 --warmup 2 \
       --inference-runs 1 --json | tail -1 >"$out/headroom-$p-$r.json"
     # shellcheck disable=SC2086  # shape is words
     "$python" scripts/torch_mlm_step.py --precision "$p" --batch "$batch" --seq-len "$seq" $shape --steps 5 \
