@@ -418,3 +418,50 @@ TEST_CASE("time heatmap: size rule, columns span the midpoints, rows grouped") {
     CHECK(error_message([&] { time_heatmap_png(TimeHeatmap{}); }).find("nothing to plot") != std::string::npos);
   }
 }
+
+TEST_CASE("headroom plot: a table's columns as a line per series; errors name the file, line and column") {
+  TempDir tmp;
+  const char* build = std::getenv("HR_BUILD_ROOT");
+  REQUIRE(build != nullptr);
+  auto run = [&](const std::string& args) {
+    return std::system(("'" + std::string(build) + "/headroom' plot " + args + " >/dev/null 2>&1").c_str());
+  };
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(tmp / name) << text;
+    return std::string(tmp / name);
+  };
+  // rows of two series interleaved, as a script appends them
+  const std::string table = write("curve.tsv",
+                                  "method\tkept\taccuracy\n"
+                                  "importance\t72\t95.2\n"
+                                  "gates\t72\t95.0\n"
+                                  "importance\t36\t94.4\n"
+                                  "gates\t36\t93.0\n"
+                                  "importance\t18\t80.0\n");
+  const std::string png = tmp / "curve.png";
+  REQUIRE(run("'" + table + "' --x kept --y accuracy --series method --title t --out '" + png + "'") == 0);
+  CHECK(png_size(png) == std::pair{900, 600});
+  // the frame the command draws: the same plot built here
+  LinePlot plot{"t", "kept", "accuracy", {{"importance", {72, 36, 18}, {95.2, 94.4, 80.0}, {}},
+                                          {"gates", {72, 36}, {95.0, 93.0}, {}}}};
+  plot.pad_y = true;
+  const LinePlotFrame f = line_plot_frame(plot);
+  Image img(png);
+  const Color tab_blue = {31, 119, 180}, tab_orange = {255, 127, 14};
+  CHECK_COLOR(img.at(int(f.px(18)), int(f.py(80.0))), tab_blue);    // importance, first series
+  CHECK_COLOR(img.at(int(f.px(36)), int(f.py(93.0))), tab_orange);  // gates
+
+  CHECK(run("'" + table + "' --x kept --y nothing --out '" + png + "'") == 2 << 8);
+  CHECK(run("'" + write("bad.tsv", "kept\taccuracy\n1\t2\n3\tx\n") + "' --x kept --y accuracy --out '" + png + "'") ==
+        2 << 8);
+  CHECK(run("'" + write("ragged.tsv", "kept\taccuracy\n1\n") + "' --x kept --y accuracy --out '" + png + "'") ==
+        2 << 8);
+  CHECK(run("'" + std::string(tmp / "none.tsv") + "' --x kept --y accuracy --out '" + png + "'") != 0);
+  const std::string out = tmp / "msg.txt";
+  std::system(("'" + std::string(build) + "/headroom' plot '" + std::string(tmp / "bad.tsv") +
+               "' --x kept --y accuracy --out '" + png + "' 2>'" + out + "'")
+                  .c_str());
+  std::ifstream m(out);
+  const std::string msg((std::istreambuf_iterator<char>(m)), std::istreambuf_iterator<char>());
+  CHECK(msg.find("bad.tsv:3 column accuracy: 'x' is not a number") != std::string::npos);
+}

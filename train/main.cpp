@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
                               add_allocate_command(app),  add_attention_command(app), add_prune_command(app),
                               add_heads_command(app),     add_import_hf_command(app), add_export_hf_command(app),
                               add_embed_command(app),     add_tokenize_command(app),  add_curves_command(app),
-                              add_report_command(app)};
+                              add_plot_command(app),      add_report_command(app)};
   // a mistyped command: CLI11 would only say the argument was not expected
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> names;

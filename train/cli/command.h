@@ -29,6 +29,7 @@ Command add_export_hf_command(CLI::App& app);
 Command add_embed_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
 Command add_curves_command(CLI::App& app);
+Command add_plot_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 
 // --run DIR (required) and --checkpoint best|last: how every command that reads a run directory names it.
