@@ -20,6 +20,7 @@
 #include "tests/tiny_run.h"
 #include "train/run/trainer.h"
 #include "train/tasks/qa_task.h"
+#include "train/tokenizer/vocab.h"
 #include "train/tools/hf_bert.h"
 
 using namespace hr;
@@ -311,6 +312,11 @@ TEST_CASE("headroom import-hf, then predict, eval and a fine-tune through the no
   r = headroom("predict --run " + quote(run) + " --question 'where was the king born?' --context 'the king was born "
                "in paris.'");
   CHECK_MESSAGE(r.code == 0, r.output);
+  // info on the run's config counts the run's own vocabulary (its config names none)
+  r = headroom("info " + quote(run + "/config.yaml"));
+  CHECK_MESSAGE(r.output.find(": vocabulary " + std::to_string(Vocab::load(run + "/vocab.txt").size()) + ",") !=
+                    std::string::npos,
+                r.output);
 
   // a tiny SQuAD file in the fixture's vocabulary
   const std::vector<std::array<std::string, 3>> qa = {
