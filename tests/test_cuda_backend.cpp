@@ -584,7 +584,7 @@ void check_attention_case(const AttnCase& c) {
   for (const auto& [name, field] : fields) {
     if (c.bf16 || c.out_bf16) {
       const double err = normwise_error(want.*field, got.*field);
-      CHECK_MESSAGE(err < 2e-3, name << ": error " << err << " of the largest value");
+      CHECK_MESSAGE(err < 2e-3, std::string(name) << ": error " << err << " of the largest value");
     } else {
       check_close(want.*field, got.*field, name, kAttnRtol);
     }
