@@ -1,12 +1,13 @@
 // The CUDA built-ins that the fused attention kernels use (kernels/cuda/attention_kernels.cuh), stood in for by host
 // threads, so that tests/test_cuda_attention_emulated.cpp runs the kernels themselves without a GPU: a grid runs block
-// after block, each block as blockDim.x host threads over one shared-memory buffer (filled with NaN first, so that a
-// read of anything no thread wrote shows); __syncthreads is a barrier of the block's threads and __shfl_xor_sync one of
-// the warp's 32 that swaps values through memory. What it cannot show: speed, the device's own expf and contractions
-// into FMA, and a race that the host threads' timing happens to hide. Include it before the kernels, in a file the host
-// compiler compiles (no CUDA header may come before it).
+// after block, each block on the same blockDim.x host threads over one shared-memory buffer (filled with NaN before
+// each block, so that a read of anything no thread of the block wrote shows); __syncthreads is a barrier of the
+// block's threads and __shfl_xor_sync one of the warp's 32 that swaps values through memory. What it cannot show:
+// speed, the device's own expf and contractions into FMA, and a race that the host threads' timing happens to hide.
+// Include it before the kernels, in a file the host compiler compiles (no CUDA header may come before it).
 #pragma once
 
+#include <algorithm>
 #include <barrier>
 #include <cmath>
 #include <cstddef>
@@ -42,23 +43,27 @@ struct Block {
 };
 inline thread_local Block* current = nullptr;  // the block of the calling thread
 
-// kernel<<<grid, threads, shared_floats * sizeof(float)>>>(args...), block after block
+// kernel<<<grid, threads, shared_floats * sizeof(float)>>>(args...), block after block: one team of host threads runs
+// every block, its shared memory filled with NaN again between blocks
 template <class... Params, class... Args>
 void emulate(void (*kernel)(Params...), int64_t grid, int threads, int64_t shared_floats, const Args&... args) {
   gridDim = {static_cast<unsigned>(grid), 1, 1};
   blockDim = {static_cast<unsigned>(threads), 1, 1};
-  for (int64_t b = 0; b < grid; ++b) {
-    Block block(static_cast<unsigned>(threads), static_cast<size_t>(shared_floats));
-    std::vector<std::thread> team;
-    for (int t = 0; t < threads; ++t)
-      team.emplace_back([&, t] {
-        current = &block;
-        threadIdx = {static_cast<unsigned>(t), 0, 0};
+  Block block(static_cast<unsigned>(threads), static_cast<size_t>(shared_floats));
+  std::vector<std::thread> team;
+  for (int t = 0; t < threads; ++t)
+    team.emplace_back([&, t] {
+      current = &block;
+      threadIdx = {static_cast<unsigned>(t), 0, 0};
+      for (int64_t b = 0; b < grid; ++b) {
         blockIdx = {static_cast<unsigned>(b), 0, 0};
         kernel(args...);
-      });
-    for (std::thread& t : team) t.join();
-  }
+        block.all.arrive_and_wait();  // every thread is done with the block
+        if (t == 0) std::fill(block.shared.begin(), block.shared.end(), NAN);
+        block.all.arrive_and_wait();
+      }
+    });
+  for (std::thread& t : team) t.join();
 }
 
 // launch(kernel, blocks, threads, shared floats, args...) as the kernels' passes call it
