@@ -68,12 +68,12 @@ __device__ float exp_or_zero(float y) { return y < -87.f ? 0.f : expf(y); }
 // The maximum and the sum over the 16 threads of a half warp, the threads of one ty, which share their rows; every
 // thread of the warp must call them together (the shuffles name the whole warp). An XOR below 16 stays in the half.
 __device__ float half_warp_max(float v) {
-HR_UNROLL
+  HR_UNROLL
   for (int o = kSide / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
 __device__ float half_warp_sum(float v) {
-HR_UNROLL
+  HR_UNROLL
   for (int o = kSide / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
@@ -119,11 +119,11 @@ __global__ void __launch_bounds__(attn::kThreads) forward_kernel(Params p, void*
   load_tile<KD, Q>(qs, p.q, p.bf16, false, b, h, i0, mq, p.Tq, p.H, p.Dh);
 
   float acc[RI][RC], m[RI], l[RI];  // the rows' unnormalised outputs, running maxima and sums
-HR_UNROLL
+  HR_UNROLL
   for (int ii = 0; ii < RI; ++ii) {
     m[ii] = -INFINITY;
     l[ii] = 0.f;
-HR_UNROLL
+    HR_UNROLL
     for (int cc = 0; cc < RC; ++cc) acc[ii][cc] = 0.f;
   }
   for (int64_t j0 = 0; j0 < p.Tk; j0 += K) {
@@ -136,30 +136,30 @@ HR_UNROLL
     __syncthreads();
 
     float s[RI][RJ];  // scores of rows ty + 16 ii, keys tx + 16 jj
-HR_UNROLL
+    HR_UNROLL
     for (int ii = 0; ii < RI; ++ii)
-HR_UNROLL
+      HR_UNROLL
       for (int jj = 0; jj < RJ; ++jj) s[ii][jj] = 0.f;
-HR_UNROLL_4
+    HR_UNROLL_4
     for (int c = 0; c < KD; ++c) {
       float qv[RI], kv[RJ];
-HR_UNROLL
+      HR_UNROLL
       for (int ii = 0; ii < RI; ++ii) qv[ii] = qs[(ty + kSide * ii) * P + c];
-HR_UNROLL
+      HR_UNROLL
       for (int jj = 0; jj < RJ; ++jj) kv[jj] = ks[(tx + kSide * jj) * P + c];
-HR_UNROLL
+      HR_UNROLL
       for (int ii = 0; ii < RI; ++ii)
-HR_UNROLL
+        HR_UNROLL
         for (int jj = 0; jj < RJ; ++jj) s[ii][jj] += qv[ii] * kv[jj];
     }
 
     // the online softmax of each row, as the CPU kernel runs it: the block's maximum with the running one, the
     // running sum and output shrunk by exp(old - new maximum), the block's exps summed before dropout
-HR_UNROLL
+    HR_UNROLL
     for (int ii = 0; ii < RI; ++ii) {
       const int i = ty + kSide * ii;
       float mx = m[ii];
-HR_UNROLL
+      HR_UNROLL
       for (int jj = 0; jj < RJ; ++jj) {
         const int j = tx + kSide * jj;
         s[ii][jj] = p.scale * s[ii][jj] + ms[j];
@@ -169,7 +169,7 @@ HR_UNROLL
       const float shrink = exp_or_zero(m[ii] - mx);  // 0 at the first block (m = -inf)
       const RowDraws drop(p.drop, attn::weight_counter(p.H, p.Tq, p.Tk, b, h, i0 + i, j0));
       float sum = 0.f;
-HR_UNROLL
+      HR_UNROLL
       for (int jj = 0; jj < RJ; ++jj) {
         const int j = tx + kSide * jj;
         // (s - max) first: a padded row's scores and maximum are both near -1e9, where only their difference is exact
@@ -180,31 +180,31 @@ HR_UNROLL
       }
       l[ii] = l[ii] * shrink + half_warp_sum(sum);
       m[ii] = mx;
-HR_UNROLL
+      HR_UNROLL
       for (int cc = 0; cc < RC; ++cc) acc[ii][cc] *= shrink;
     }
     __syncthreads();  // the weights are written
 
-HR_UNROLL_4
+    HR_UNROLL_4
     for (int j = 0; j < K; ++j) {
       float wv[RI], vv[RC];
-HR_UNROLL
+      HR_UNROLL
       for (int ii = 0; ii < RI; ++ii) wv[ii] = ws[(ty + kSide * ii) * PS + j];
-HR_UNROLL
+      HR_UNROLL
       for (int cc = 0; cc < RC; ++cc) vv[cc] = vs[j * P + tx + kSide * cc];
-HR_UNROLL
+      HR_UNROLL
       for (int ii = 0; ii < RI; ++ii)
-HR_UNROLL
+        HR_UNROLL
         for (int cc = 0; cc < RC; ++cc) acc[ii][cc] += wv[ii] * vv[cc];
     }
   }
 
-HR_UNROLL
+  HR_UNROLL
   for (int ii = 0; ii < RI; ++ii) {
     const int i = ty + kSide * ii;
     if (i >= mq) continue;
     const float inv = 1.f / l[ii];
-HR_UNROLL
+    HR_UNROLL
     for (int cc = 0; cc < RC; ++cc) {
       const int c = tx + kSide * cc;
       if (c >= p.Dh) continue;
@@ -294,36 +294,36 @@ __device__ void score_grads(const BackwardTiles<KD>& t, const Params& p, int64_t
   constexpr int N = BackwardTiles<KD>::N, P = BackwardTiles<KD>::P, PS = BackwardTiles<KD>::PS, R = N / kSide;
   const int ty = static_cast<int>(threadIdx.x) / kSide, tx = static_cast<int>(threadIdx.x) % kSide;
   float s[R][R], dp[R][R];  // scores and the weights' gradient of query rows ty + 16 ii, keys tx + 16 jj
-HR_UNROLL
+  HR_UNROLL
   for (int ii = 0; ii < R; ++ii)
-HR_UNROLL
+    HR_UNROLL
     for (int jj = 0; jj < R; ++jj) s[ii][jj] = dp[ii][jj] = 0.f;
-HR_UNROLL_4
+  HR_UNROLL_4
   for (int c = 0; c < KD; ++c) {
     float qv[R], ov[R], kv[R], vv[R];
-HR_UNROLL
+    HR_UNROLL
     for (int ii = 0; ii < R; ++ii) {
       qv[ii] = t.qs[(ty + kSide * ii) * P + c];
       ov[ii] = t.gs[(ty + kSide * ii) * P + c];
     }
-HR_UNROLL
+    HR_UNROLL
     for (int jj = 0; jj < R; ++jj) {
       kv[jj] = t.ks[(tx + kSide * jj) * P + c];
       vv[jj] = t.vs[(tx + kSide * jj) * P + c];
     }
-HR_UNROLL
+    HR_UNROLL
     for (int ii = 0; ii < R; ++ii)
-HR_UNROLL
+      HR_UNROLL
       for (int jj = 0; jj < R; ++jj) {
         s[ii][jj] += qv[ii] * kv[jj];
         dp[ii][jj] += ov[ii] * vv[jj];
       }
   }
-HR_UNROLL
+  HR_UNROLL
   for (int ii = 0; ii < R; ++ii) {
     const int i = ty + kSide * ii;
     const RowDraws drop(p.drop, attn::weight_counter(p.H, p.Tq, p.Tk, b, h, i0 + i, j0));
-HR_UNROLL
+    HR_UNROLL
     for (int jj = 0; jj < R; ++jj) {
       const int j = tx + kSide * jj;
       float w = 0.f, g = 0.f;
@@ -355,9 +355,9 @@ __global__ void __launch_bounds__(attn::kThreads) backward_kv_kernel(Params p, c
   load_keys(t, p, b, h, j0, nk);
 
   float dk[RJ][RC], dv[RJ][RC];  // keys ty + 16 jr, columns tx + 16 cc
-HR_UNROLL
+  HR_UNROLL
   for (int jr = 0; jr < RJ; ++jr)
-HR_UNROLL
+    HR_UNROLL
     for (int cc = 0; cc < RC; ++cc) dk[jr][cc] = dv[jr][cc] = 0.f;
   for (int64_t i0 = 0; i0 < p.Tq; i0 += N) {
     const int mq = static_cast<int>(p.Tq - i0 < N ? p.Tq - i0 : N);
@@ -366,22 +366,22 @@ HR_UNROLL
     __syncthreads();
     score_grads(t, p, b, h, i0, mq, j0, nk, true);
     __syncthreads();  // the weights and the scores' gradient are written
-HR_UNROLL_4
+    HR_UNROLL_4
     for (int i = 0; i < N; ++i) {
       float wv[RJ], sv[RJ], ov[RC], qv[RC];
-HR_UNROLL
+      HR_UNROLL
       for (int jr = 0; jr < RJ; ++jr) {
         wv[jr] = t.ws[i * PS + ty + kSide * jr];
         sv[jr] = t.ds[i * PS + ty + kSide * jr];
       }
-HR_UNROLL
+      HR_UNROLL
       for (int cc = 0; cc < RC; ++cc) {
         ov[cc] = t.gs[i * P + tx + kSide * cc];
         qv[cc] = t.qs[i * P + tx + kSide * cc];
       }
-HR_UNROLL
+      HR_UNROLL
       for (int jr = 0; jr < RJ; ++jr)
-HR_UNROLL
+        HR_UNROLL
         for (int cc = 0; cc < RC; ++cc) {
           dv[jr][cc] += wv[jr] * ov[cc];
           dk[jr][cc] += sv[jr] * qv[cc];
@@ -390,11 +390,11 @@ HR_UNROLL
   }
   // written whether or not any query came by: with Tq = 0 no query reads a key, and dk = dv = 0
 
-HR_UNROLL
+  HR_UNROLL
   for (int jr = 0; jr < RJ; ++jr) {
     const int j = ty + kSide * jr;
     if (j >= nk) continue;
-HR_UNROLL
+    HR_UNROLL
     for (int cc = 0; cc < RC; ++cc) {
       const int c = tx + kSide * cc;
       if (c >= p.Dh) continue;
@@ -420,9 +420,9 @@ __global__ void __launch_bounds__(attn::kThreads) backward_q_kernel(Params p, co
   load_queries(t, p, gout, stats, dsum, b, h, i0, mq);
 
   float dq[RI][RC];  // query rows ty + 16 ii, columns tx + 16 cc
-HR_UNROLL
+  HR_UNROLL
   for (int ii = 0; ii < RI; ++ii)
-HR_UNROLL
+    HR_UNROLL
     for (int cc = 0; cc < RC; ++cc) dq[ii][cc] = 0.f;
   for (int64_t j0 = 0; j0 < p.Tk; j0 += N) {
     const int nk = static_cast<int>(p.Tk - j0 < N ? p.Tk - j0 : N);
@@ -431,25 +431,25 @@ HR_UNROLL
     __syncthreads();
     score_grads(t, p, b, h, i0, mq, j0, nk, false);
     __syncthreads();  // the scores' gradient is written
-HR_UNROLL_4
+    HR_UNROLL_4
     for (int j = 0; j < N; ++j) {
       float sv[RI], kv[RC];
-HR_UNROLL
+      HR_UNROLL
       for (int ii = 0; ii < RI; ++ii) sv[ii] = t.ds[(ty + kSide * ii) * PS + j];
-HR_UNROLL
+      HR_UNROLL
       for (int cc = 0; cc < RC; ++cc) kv[cc] = t.ks[j * P + tx + kSide * cc];
-HR_UNROLL
+      HR_UNROLL
       for (int ii = 0; ii < RI; ++ii)
-HR_UNROLL
+        HR_UNROLL
         for (int cc = 0; cc < RC; ++cc) dq[ii][cc] += sv[ii] * kv[cc];
     }
   }
 
-HR_UNROLL
+  HR_UNROLL
   for (int ii = 0; ii < RI; ++ii) {
     const int i = ty + kSide * ii;
     if (i >= mq) continue;
-HR_UNROLL
+    HR_UNROLL
     for (int cc = 0; cc < RC; ++cc) {
       const int c = tx + kSide * cc;
       if (c < p.Dh) gq[attn::head_offset(p.Tq, p.H, p.Dh, b, h, i0 + i, c)] = dq[ii][cc];
