@@ -563,11 +563,12 @@ double normwise_error(const Vec& want, const Vec& got) {
   return err / (scale > 0 ? scale : 1.0);
 }
 
-// The CUDA kernel against the CPU kernel on case c. f32: every value within kAttnRtol (check_close's measure), the
-// statistics within 1e-5 (1 + |cpu|). bf16: both sum the same bf16 operands in f32, so only a weight whose rounding
-// the different order of the sums tips to the other side of a bf16 boundary differs: within 2e-3 of each tensor's
-// largest value, and a bf16 output within one bf16 step.
-constexpr double kAttnRtol = 2e-5;
+// The CUDA kernel against the CPU kernel on case c. f32: within 1e-5 of each tensor's largest value, and within kRtol
+// of check_close's measure element by element (the kernels' host emulation, tests/test_cuda_attention_emulated.cpp,
+// comes within 1e-6 and 4e-5 of those); the statistics within 1e-5 (1 + |cpu|). bf16: both sum the same bf16 operands
+// in f32, so only a weight whose rounding the order of the sums tips to the other side of a bf16 boundary differs:
+// within 2e-3 of each tensor's largest value, and a bf16 output within one bf16 step. With one key the softmax has no
+// gradient: q's and k's are rounding noise on both devices, checked to be small rather than compared.
 void check_attention_case(const AttnCase& c) {
   const AttnShape& s = c.s;
   CAPTURE(s.B); CAPTURE(s.H); CAPTURE(s.Tq); CAPTURE(s.Tk); CAPTURE(s.Dh);
@@ -582,11 +583,19 @@ void check_attention_case(const AttnCase& c) {
   const std::pair<const char*, const Vec AttnResult::*> fields[] = {
       {"out", &AttnResult::out}, {"gq", &AttnResult::gq}, {"gk", &AttnResult::gk}, {"gv", &AttnResult::gv}};
   for (const auto& [name, field] : fields) {
+    const std::string what = name;
+    const Vec &w = want.*field, &g = got.*field;
+    if (s.Tk == 1 && (what == "gq" || what == "gk")) {
+      for (const Vec* x : {&w, &g})
+        for (float v : *x) REQUIRE_MESSAGE(std::abs(v) < 1e-4, what << " with one key: " << v);
+      continue;
+    }
+    const double err = normwise_error(w, g);
     if (c.bf16 || c.out_bf16) {
-      const double err = normwise_error(want.*field, got.*field);
-      CHECK_MESSAGE(err < 2e-3, std::string(name) << ": error " << err << " of the largest value");
+      CHECK_MESSAGE(err < 2e-3, what << ": error " << err << " of the largest value");
     } else {
-      check_close(want.*field, got.*field, name, kAttnRtol);
+      CHECK_MESSAGE(err < 1e-5, what << ": error " << err << " of the largest value");
+      check_close(w, g, what);
     }
   }
   if (c.out_bf16) {
