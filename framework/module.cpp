@@ -8,13 +8,36 @@
 
 namespace hr {
 
-std::vector<float> draw_init(const Init& init, int64_t n) {
+namespace {
+
+thread_local bool shapes_only = false;
+
+// A parameter of a model built under ShapesOnly: its shape, no storage.
+Tensor shape_only_tensor(const Shape& shape, Device d) {
+  shape_numel(shape);  // throws for a shape whose elements int64 cannot count
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->device = d;
+  return Tensor(std::move(impl), nullptr);
+}
+
+}  // namespace
+
+ShapesOnly::ShapesOnly() : outer_(shapes_only) { shapes_only = true; }
+ShapesOnly::~ShapesOnly() { shapes_only = outer_; }
+
+std::vector<float> draw_init(const Init& init, const Shape& shape) {
+  const int64_t n = shape_numel(shape);
   std::vector<float> v(static_cast<size_t>(n));
   Generator& gen = global_generator();
   switch (init.kind) {
     case Init::Zeros: break;
     case Init::Ones: std::fill(v.begin(), v.end(), 1.f); break;
     case Init::Constant: std::fill(v.begin(), v.end(), init.a); break;
+    case Init::Identity:
+      HR_CHECK(shape.size() == 2 && shape[0] == shape[1], "Init::identity: " + shape_str(shape) + " is not square");
+      for (int64_t i = 0; i < shape[0]; ++i) v[static_cast<size_t>(i * shape[0] + i)] = 1.f;
+      break;
     case Init::Uniform: {
       const uint64_t o = gen.take(n);
       for (int64_t i = 0; i < n; ++i)
@@ -37,10 +60,12 @@ std::vector<float> draw_init(const Init& init, int64_t n) {
 
 Tensor& Module::register_parameter(const std::string& name, const Shape& shape, const Init& init) {
   for (const auto& p : params_) HR_CHECK(p.first != name, "parameter '" + name + "' registered twice");
-  auto t = std::make_unique<Tensor>(Tensor::from_vector(draw_init(init, shape_numel(shape)), shape, device_));
+  auto t = std::make_unique<Tensor>(shapes_only ? shape_only_tensor(shape, device_)
+                                                : Tensor::from_vector(draw_init(init, shape), shape, device_));
   t->set_requires_grad(true);
   t->set_name(name);
-  t->impl()->grad = Tensor::zeros(shape, device_);  // always present: a parameter the loss never reaches has zeros
+  // always present: a parameter the loss never reaches has zeros
+  if (!shapes_only) t->impl()->grad = Tensor::zeros(shape, device_);
   params_.emplace_back(name, std::move(t));
   return *params_.back().second;
 }

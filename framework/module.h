@@ -15,15 +15,30 @@ namespace hr {
 // How a parameter is initialised, drawn on the host from the global counter-based stream (so the same seed gives the
 // same model on every device).
 struct Init {
-  enum Kind { Zeros, Ones, Constant, Normal, Uniform } kind = Zeros;
+  enum Kind { Zeros, Ones, Constant, Normal, Uniform, Identity } kind = Zeros;
   float a = 0.f, b = 0.f;  // Constant: value a; Normal: mean a, std b; Uniform: [a, b)
   static Init zeros() { return {Zeros}; }
   static Init ones() { return {Ones}; }
   static Init constant(float v) { return {Constant, v}; }
   static Init normal(float stddev, float mean = 0.f) { return {Normal, mean, stddev}; }
   static Init uniform(float lo, float hi) { return {Uniform, lo, hi}; }
+  static Init identity() { return {Identity}; }  // a square matrix
 };
-std::vector<float> draw_init(const Init& init, int64_t n);
+std::vector<float> draw_init(const Init& init, const Shape& shape);
+
+// While one is alive, register_parameter gives each new parameter its shape but no values and no gradient: a model
+// built to be described (its parameters, its layers' shapes and FLOPs: `headroom info`) costs no memory for its
+// weights, whatever their size. Such a model cannot run: reading a parameter's values throws.
+class ShapesOnly {
+ public:
+  ShapesOnly();
+  ~ShapesOnly();
+  ShapesOnly(const ShapesOnly&) = delete;
+  ShapesOnly& operator=(const ShapesOnly&) = delete;
+
+ private:
+  bool outer_;  // the state it restores
+};
 
 class Module {
  public:

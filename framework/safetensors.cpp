@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "framework/atomic_file.h"
+#include "framework/bounded_json.h"
 #include "kernels/base/error.h"
 
 namespace hr {
@@ -243,7 +244,7 @@ SafeTensorsFile read_safetensors(const std::string& path) {
   if (!in) throw fail("read error in the header");
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(header_text);
+    header = parse_bounded_json(header_text);
   } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number such as 1e999
     std::string message = e.what();
     if (message.size() > 200) message = message.substr(0, 200) + "...";

@@ -13,7 +13,8 @@ const char* dtype_name(DType t) { return t == DType::F32 ? "f32" : t == DType::I
 
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)  // a model of shapes (ShapesOnly) may be as large as a config says
+    if (__builtin_mul_overflow(n, d, &n)) throw Error("shape " + shape_str(s) + " has more elements than int64 counts");
   return n;
 }
 

@@ -25,16 +25,6 @@ Tensor mix_heads(const Tensor& x, const Tensor& m) {
   return reshape(y, {B, m.dim(1), T, S});
 }
 
-namespace {
-
-Tensor identity(int64_t n, Device d) {
-  std::vector<float> v(static_cast<size_t>(n * n), 0.f);
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i * n + i)] = 1.f;
-  return Tensor::from_vector(v, {n, n}, d);
-}
-
-}  // namespace
-
 MultiHeadAttention::MultiHeadAttention(int64_t d_model, const AttentionOptions& opt)
     : o(register_module("o", std::make_unique<Linear>(opt.heads * opt.head_dim, d_model))), opt_(opt) {
   HR_CHECK(opt.heads >= 0 && opt.head_dim > 0, "attention: heads must be >= 0 and head_dim > 0");
@@ -44,17 +34,17 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, const AttentionOptions& 
   k = &register_module("k", std::make_unique<Linear>(d_model, inner));
   v = &register_module("v", std::make_unique<Linear>(d_model, inner));
   if (opt.talking_heads) {
-    talk_logits = &register_parameter("talk.logits", {H, H}, Init::zeros());
-    talk_weights = &register_parameter("talk.weights", {H, H}, Init::zeros());
-    talk_logits->copy_from(identity(H, Device::CPU));  // starts as plain attention
-    talk_weights->copy_from(identity(H, Device::CPU));
+    // identities: it starts as plain attention
+    talk_logits = &register_parameter("talk.logits", {H, H}, Init::identity());
+    talk_weights = &register_parameter("talk.weights", {H, H}, Init::identity());
   }
   if (opt.gates) gates = &register_module("gates", std::make_unique<HardConcreteGates>(H, opt.gate));
   if (opt.cross_layer && opt.prev_heads > 0) {
     if (opt.prev_heads != H) {
       cross_map = &register_parameter("cross.map", {opt.prev_heads, H}, Init::zeros());
-    } else if (opt.permute == "interleave" && opt.layer_index % 2 == 1) {
-      // head i of this layer receives head perm[i] of the previous one: 0, H/2, 1, H/2+1, ...
+    } else if (opt.permute == "interleave" && opt.layer_index % 2 == 1 && o.weight.has_values()) {
+      // head i of this layer receives head perm[i] of the previous one: 0, H/2, 1, H/2+1, ... (a model of shapes
+      // only, ShapesOnly, has no values to permute)
       std::vector<float> p(static_cast<size_t>(H * H), 0.f);
       for (int64_t i = 0; i < H; ++i) {
         const int64_t src = (i % 2 == 0) ? i / 2 : (H + 1) / 2 + i / 2;

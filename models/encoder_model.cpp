@@ -1,5 +1,7 @@
 #include "models/encoder_model.h"
 
+#include <new>
+
 #include "kernels/base/error.h"
 #include "framework/ops.h"
 #include "models/layer_registry.h"
@@ -125,6 +127,19 @@ std::vector<LayerStats> EncoderModel::layer_stats(int64_t seq_len) const {
 
 std::unique_ptr<EncoderModel> build_model(const Config& model, const ModelDims& dims) {
   check_model_fits(model, dims);  // before a byte of it is allocated
+  std::unique_ptr<EncoderModel> m;
+  try {
+    m = std::make_unique<EncoderModel>(model, dims);
+  } catch (const std::bad_alloc&) {  // within the machine's memory, but not within what is free (or allowed) now
+    fail_model_size(model, dims, "allocating them ran out of memory");
+  }
+  model.check_all_read();
+  return m;
+}
+
+std::unique_ptr<EncoderModel> build_model_shapes(const Config& model, const ModelDims& dims) {
+  check_model_countable(model, dims);
+  const ShapesOnly shapes;
   auto m = std::make_unique<EncoderModel>(model, dims);
   model.check_all_read();
   return m;

@@ -65,5 +65,8 @@ class EncoderModel : public Module {
 
 // Builds the model from the `model:` block and checks every key of that block was understood.
 std::unique_ptr<EncoderModel> build_model(const Config& model, const ModelDims& dims);
+// The same model of shapes only (ShapesOnly, framework/module.h): its parameter counts and layer stats, for a model of
+// any size that check_model_countable passes, without allocating its weights. It cannot run.
+std::unique_ptr<EncoderModel> build_model_shapes(const Config& model, const ModelDims& dims);
 
 }  // namespace hr

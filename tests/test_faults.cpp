@@ -53,6 +53,15 @@ std::string one_line_predictions(const std::string& out) {  // the JSON lines of
   return s;
 }
 
+// A tiny run training into d/run until it is stopped (10^5 steps, no evaluation), in the background, past step 20.
+Background endless_run_past_step_20(const TempDir& d) {
+  Background bg("train " + quote(setup(d)) + " --set train.max_steps=100000 --set train.eval_every=100000 --out " +
+                    quote(d / "run"),
+                d / "log");
+  REQUIRE_MESSAGE(bg.wait_for("step 20/"), read_file(d / "log"));
+  return bg;
+}
+
 // A trained tiny run (30 steps) in d/run.
 std::string trained_run(const TempDir& d, const std::string& sets = "") {
   const std::string cfg = setup(d);
@@ -92,11 +101,7 @@ TEST_CASE("sigterm_and_sigint_save_a_checkpoint_at_the_step_boundary_and_the_run
 
 TEST_CASE("a_run_directory_has_one_writer_a_second_train_or_resume_is_refused_naming_the_pid") {
   TempDir d;
-  const std::string cfg = setup(d);
-  Background bg("train " + quote(cfg) + " --set train.max_steps=100000 --set train.eval_every=100000 --out " +
-                    quote(d / "run"),
-                d / "log");
-  REQUIRE_MESSAGE(bg.wait_for("step 20/"), read_file(d / "log"));
+  Background bg = endless_run_past_step_20(d);
   const std::string config_before = read_file(d / "run/config.yaml");
   const Result second = headroom("train --quiet --resume " + quote(d / "run") + " --set train.lr=1e-4");
   CHECK(second.code == 2);
@@ -104,7 +109,7 @@ TEST_CASE("a_run_directory_has_one_writer_a_second_train_or_resume_is_refused_na
                     std::string::npos,
                 second.output);
   // a new run into it: refused as a directory that holds a run (two new runs racing for one --out meet the lock)
-  CHECK(headroom("train --quiet " + quote(cfg) + " --out " + quote(d / "run")).code == 2);
+  CHECK(headroom("train --quiet " + quote(d / "tiny.yaml") + " --out " + quote(d / "run")).code == 2);
   CHECK(read_file(d / "run/config.yaml") == config_before);  // the refused resume wrote nothing
   kill(bg.pid, SIGKILL);  // the kernel drops the lock with its holder: the run resumes
   bg.wait_exit();
@@ -315,6 +320,36 @@ TEST_CASE("export_hf_refuses_a_non_empty_out_without_force_and_a_run_directory_a
   CHECK(headroom(export_run + quote(d / "hf")).code == 2);
 }
 
+TEST_CASE("import_hf_and_prune_refuse_an_out_that_is_not_a_new_or_empty_directory_and_touch_nothing_in_it") {
+  TempDir d;
+  const std::string hf = quote(repo_path("tests/fixtures/hf_bert/bert_tiny_cls")), run = d / "run";
+  REQUIRE(headroom("import-hf " + hf + " --out " + quote(run)).code == 0);
+  // a folder holding a user's files, and a file: refused by both, as they were
+  fs::create_directories(d / "mine");
+  write_file(d / "mine/vocab.txt", "my words\n");
+  write_file(d / "notes.txt", "keep me\n");
+  const std::pair<std::string, std::string> outs[] = {{d / "mine", "is not empty (it holds 'vocab.txt')"},
+                                                      {d / "notes.txt", "is a file, not a directory"},
+                                                      {run, "already holds a run"}};
+  const std::string run_config = read_file(run + "/config.yaml");
+  for (const std::string& command : {"import-hf " + hf, "prune --run " + quote(run) + " --keep 1"}) {
+    for (const auto& [out, why] : outs) {
+      CAPTURE(command);
+      CAPTURE(out);
+      const Result r = headroom(command + " --out " + quote(out));
+      CHECK(r.code == 2);
+      CHECK_MESSAGE(r.output.find(out + " " + why) != std::string::npos, r.output);
+    }
+  }
+  CHECK(read_file(d / "mine/vocab.txt") == "my words\n");
+  CHECK(std::distance(fs::directory_iterator(d / "mine"), fs::directory_iterator()) == 1);
+  CHECK(read_file(d / "notes.txt") == "keep me\n");
+  CHECK(read_file(run + "/config.yaml") == run_config);
+  // an empty directory is as good as a new one
+  fs::create_directories(d / "empty");
+  CHECK(headroom("import-hf " + hf + " --out " + quote(d / "empty")).code == 0);
+}
+
 TEST_CASE("resume_set_is_validated_against_the_checkpoint_before_config_yaml_is_written") {
   TempDir d;
   const std::string run = trained_run(d);
@@ -352,11 +387,7 @@ TEST_SUITE("sighup_saves_and_exits_like_sigterm") {
 
 TEST_CASE("sighup_saves_checkpoint_last_at_the_step_boundary_and_the_run_resumes") {
   TempDir d;
-  const std::string cfg = setup(d);
-  Background bg("train " + quote(cfg) + " --set train.max_steps=100000 --set train.eval_every=100000 --out " +
-                    quote(d / "run"),
-                d / "log");
-  REQUIRE_MESSAGE(bg.wait_for("step 20/"), read_file(d / "log"));
+  Background bg = endless_run_past_step_20(d);
   kill(bg.pid, SIGHUP);
   CHECK(bg.wait_exit() == 128 + SIGHUP);
   INFO(read_file(d / "log"));
@@ -487,6 +518,50 @@ TEST_CASE("a_predict_line_nesting_a_million_arrays_is_answered_with_an_error_and
   CHECK(lines[1]["text"] == "play a song");
 }
 
+TEST_CASE("json_files_nesting_100000_arrays_are_refused_at_once_naming_the_file") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+#ifdef __SANITIZE_ADDRESS__
+  const double limit = 10.0;  // the process alone takes most of a second to start under ASan
+#else
+  const double limit = 3.0;
+#endif
+  const auto within_limit = [&](const std::string& args) {
+    const auto start = std::chrono::steady_clock::now();
+    const Result r = headroom_within(20, args);
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < limit);
+    return r;
+  };
+  // a Hugging Face config.json
+  fs::copy(repo_path("tests/fixtures/hf_bert/bert_tiny_cls"), d / "hf", fs::copy_options::recursive);
+  write_file(d / "hf/config.json", deep);
+  Result r = within_limit("import-hf " + quote(d / "hf") + " --out " + quote(d / "imported"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find(d / "hf/config.json" + ": invalid JSON: nested deeper than 100 levels") !=
+                    std::string::npos,
+                r.output);
+  CHECK_FALSE(fs::exists(d / "imported"));
+  // a checkpoint's header: the length, then the JSON
+  const std::string header = "{\"a\": " + deep + "}";
+  std::string bytes(8, '\0');
+  for (size_t i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  const std::string checkpoint = read_file(run + "/checkpoint-best.safetensors");
+  write_file(run + "/checkpoint-best.safetensors", bytes + header);
+  r = within_limit("eval --run " + quote(run) + " --checkpoint best");
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.output.find("checkpoint-best.safetensors") != std::string::npos, r.output);
+  CHECK_MESSAGE(r.output.find("header is not valid JSON: nested deeper than 100 levels") != std::string::npos,
+                r.output);
+  write_file(run + "/checkpoint-best.safetensors", checkpoint);
+  // a metrics.jsonl line: not a metrics row, named by its line
+  const std::string metrics = read_file(run + "/metrics.jsonl");
+  write_file(run + "/metrics.jsonl", deep + "\n" + metrics);
+  r = within_limit("report " + quote(run) + " --out " + quote(d / "report.html"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("metrics.jsonl:1: not a metrics row") != std::string::npos, r.output);
+}
+
 TEST_CASE("devices_and_links_to_them_are_refused_as_not_regular_files_naming_the_key_or_file") {
   TempDir d;
   const std::string run = trained_run(d);
@@ -511,10 +586,12 @@ TEST_CASE("model_sizes_past_the_machine_are_refused_before_allocating_naming_the
   TempDir d;
   const std::string cfg = quote(setup(d));
   const std::pair<std::string, std::string> refused[] = {
-      {"info " + cfg + " --set model.layers.0.repeat=1000000000", "model.layers[0]: repeat 1000000000"},
-      {"info " + cfg + " --set model.d_model=4611686018427387904", "model.d_model 4.61e+18"},
-      {"info " + cfg + " --set model.max_len=100000000000", "model.max_len 100000000000"},
-      {"train --quiet " + cfg + " --set model.layers.0.repeat=1000000000 --out " + quote(d / "run"), "repeat"},
+      {"train --quiet " + cfg + " --set model.d_model=4611686018427387904 --out " + quote(d / "run"),
+       "model.d_model 4.61e+18"},
+      {"train --quiet " + cfg + " --set model.max_len=100000000000 --out " + quote(d / "run"),
+       "model.max_len 100000000000"},
+      {"train --quiet " + cfg + " --set model.layers.0.repeat=1000000000 --out " + quote(d / "run"),
+       "model.layers[0]: repeat 1000000000"},
       {"bench " + cfg + " --batch 1000000000", "bench --batch 1000000000"},
   };
   for (const auto& [args, key] : refused) {
@@ -534,6 +611,52 @@ TEST_CASE("model_sizes_past_the_machine_are_refused_before_allocating_naming_the
   CHECK(r.code == 2);
   CHECK_MESSAGE(r.output.find("'num_hidden_layers': num_hidden_layers 1000000000") != std::string::npos, r.output);
   CHECK_FALSE(fs::exists(d / "imported"));
+}
+
+#ifndef __SANITIZE_ADDRESS__  // ASan reserves terabytes of address space: it cannot start under a ulimit -v
+TEST_CASE("a_model_whose_allocation_runs_out_of_memory_is_a_config_error_naming_its_keys_and_bytes") {
+  TempDir d;
+  // 4.8e8 parameters (3.8 GB with gradients): within the machine, past an address space of 2 GB
+  const std::string bin = quote(std::string(std::getenv("HR_BUILD_ROOT")) + "/headroom");
+  const Result r = shell("ulimit -v 2000000; exec " + bin + " train --quiet " + quote(setup(d)) +
+                         " --set model.max_len=30000000 --out " + quote(d / "run"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("GB for weights and gradients; allocating them ran out of memory") != std::string::npos,
+                r.output);
+  CHECK_MESSAGE(r.output.find("model.d_model 16 x (model.max_len 30000000") != std::string::npos, r.output);
+  CHECK_FALSE(fs::exists(d / "run/config.yaml"));
+}
+#endif
+
+TEST_CASE("info_describes_a_model_past_the_machine_without_allocating_it_and_refuses_what_it_cannot_count") {
+  TempDir d;
+  const std::string cfg = quote(setup(d));
+  // d_model 10^5, ffn_dim 4 x 10^5: 1.6e11 parameters, 1.3 TB with their gradients
+  const std::string huge = cfg + " --set model.d_model=100000 --set model.ffn_dim=400000";
+  const auto start = std::chrono::steady_clock::now();
+  Result r = headroom_within(20, "info " + huge);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const size_t total = r.output.find("total: ");
+  REQUIRE_MESSAGE(total != std::string::npos, r.output);
+  CHECK(std::stod(r.output.substr(total + 7)) > 1.6e11);
+  CHECK(seconds < 10);  // no weight is allocated or drawn (1.6e11 normal draws would take minutes)
+  r = headroom_within(20, "train --quiet " + huge + " --out " + quote(d / "run"));
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("this machine has") != std::string::npos, r.output);
+  CHECK_MESSAGE(r.output.find("ffn_dim 400000") != std::string::npos, r.output);
+  CHECK_FALSE(fs::exists(d / "run/config.yaml"));
+  // what info cannot count or list is refused naming the part
+  const std::pair<std::string, std::string> refused[] = {
+      {" --set model.layers.0.repeat=1000000000", "model.layers[0]: repeat 1000000000"},
+      {" --set model.d_model=4611686018427387904", "model.d_model 4.61e+18"},
+  };
+  for (const auto& [set, key] : refused) {
+    CAPTURE(set);
+    r = headroom_within(20, "info " + cfg + set);
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.output.find(key) != std::string::npos, r.output);
+  }
 }
 
 }  // TEST_SUITE

@@ -108,32 +108,34 @@ bool bf16_runs() { return backend(Device::CPU).bf16_support(nullptr) != Backend:
 
 TEST_CASE("fused_attention: values and gradients of the unfused ops in f32, with padded sequences and dropout") {
   constexpr double kF32 = 1e-5;
-  const Shape5 one_block{2, 3, 9, 11, 4}, ragged{3, 2, 70, 70, 8}, cross{2, 2, 5, 70, 4};
+  const Shape5 one_block{2, 3, 9, 11, 4}, ragged{3, 2, 140, 140, 8}, cross{2, 2, 5, 140, 4};
   for (const float p : {0.f, 0.3f}) {
     check_against_unfused(one_block, Tensor(), p, kF32);
     check_against_unfused(one_block, key_mask(2, 11, true), p, kF32);
-    check_against_unfused(ragged, key_mask(3, 70, true), p, kF32);  // 70 keys: a block of 64 and one of 6
-    check_against_unfused(cross, key_mask(2, 70, false), p, kF32);  // fewer queries than keys
+    check_against_unfused(ragged, key_mask(3, 140, true), p, kF32);  // 140 keys: a block of 128 and one of 12
+    check_against_unfused(cross, key_mask(2, 140, false), p, kF32);  // fewer queries than keys
   }
 }
 
 TEST_CASE("fused_attention: every head size, 1 to 128") {
-  for (const int64_t Dh : {1, 2, 4, 8, 32, 64, 128})
-    check_against_unfused({2, 2, 67, 67, Dh}, key_mask(2, 67, true), 0.1f, 1e-5);
+  // 15 and 16 on either side of the narrow heads' loops and sgemm; 140 keys, two blocks
+  for (const int64_t Dh : {1, 2, 4, 8, 15, 16, 17, 32, 64, 128})
+    check_against_unfused({2, 2, 140, 140, Dh}, key_mask(2, 140, true), 0.1f, 1e-5);
 }
 
 TEST_CASE("fused_attention: the backward pass recomputes every block afresh (dk, dv and the packed keys of each)") {
-  // three key blocks (64, 64, 22) and three query blocks with values that differ from block to block: a backward pass
-  // that kept a previous block's keys, values or partial dk/dv would give the later blocks wrong gradients
-  for (const int64_t Dh : {8, 32}) {  // narrow heads keep dk and dv transposed, wide ones by rows
-    check_against_unfused({2, 2, 150, 150, Dh}, key_mask(2, 150, false), 0.f, 1e-5);
-    check_against_unfused({2, 2, 150, 150, Dh}, key_mask(2, 150, false), 0.2f, 1e-5);
+  // three key blocks (128, 128, 44) and five query blocks (64, 64, 64, 64, 44) with values that differ from block to
+  // block: a backward pass that kept a previous block's keys, values or partial dk/dv would give the later blocks
+  // wrong gradients
+  for (const int64_t Dh : {8, 32}) {  // narrow heads keep dk and dv transposed, wide ones in the gradients' rows
+    check_against_unfused({2, 2, 300, 300, Dh}, key_mask(2, 300, false), 0.f, 1e-5);
+    check_against_unfused({2, 2, 300, 300, Dh}, key_mask(2, 300, false), 0.2f, 1e-5);
   }
 }
 
 TEST_CASE("fused_attention: the same on all threads, the tasks spread over them") {
-  const Shape5 s{3, 4, 70, 70, 16};
-  const Tensor mask = key_mask(3, 70, true);
+  const Shape5 s{3, 4, 140, 140, 16};
+  const Tensor mask = key_mask(3, 140, true);
   const Pass serial = run(true, s, mask, 0.2f, false);
   const cpu::ParallelAlways parallel;
   const Pass threaded = run(true, s, mask, 0.2f, false);
@@ -160,8 +162,8 @@ TEST_CASE("fused_attention: central differences on small shapes") {
 }
 
 TEST_CASE("fused_attention: under bf16 as close to the unfused ops as bf16 allows" * doctest::skip(!bf16_runs())) {
-  const Shape5 s{2, 2, 70, 70, 16};
-  const Tensor mask = key_mask(2, 70, true);
+  const Shape5 s{2, 2, 140, 140, 16};
+  const Tensor mask = key_mask(2, 140, true);
   for (const float p : {0.f, 0.2f}) {
     CAPTURE(p);
     const Pass exact = run(false, s, mask, p, false), fused = run(true, s, mask, p, true),

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -409,6 +410,94 @@ TEST_CASE("num_parameters and layer_stats match the closed-form count") {
       CHECK(from_stats == model->num_parameters());
     }
   }
+}
+
+TEST_CASE("a model of shapes counts what the built model counts and allocates no weights") {
+  const char* models[] = {
+      R"(model:
+  type: encoder_classifier
+  norm: post
+  pooling: cls_pooler
+  d_model: 12
+  max_len: 16
+  layers:
+    - attention: {heads: 3, head_dim: 4}
+    - attention: {heads: 4, head_dim: 5, talking_heads: true, gates: {type: l0}, cross_layer: residual_logits}
+      ffn_dim: 7
+    - repeat: 2
+      attention: {heads: 4, head_dim: 6, cross_layer: residual_logits, permute: interleave}
+    - attention: {heads: 0, head_dim: 6, pruned: true}
+)",
+      R"(model: {type: encoder_mlm, d_model: 12, max_len: 16, layers: [{attention: {heads: 2, head_dim: 6}}]})",
+      R"(model: {type: encoder_span_qa, d_model: 12, max_len: 16, layers: [{attention: {heads: 2, head_dim: 6}}]})"};
+  for (const char* yaml : models) {
+    CAPTURE(yaml);
+    const auto built = build_model(Config::parse(yaml, "test.yaml").child("model"), {50, 5, 2});
+    const auto shapes = build_model_shapes(Config::parse(yaml, "test.yaml").child("model"), {50, 5, 2});
+    CHECK(shapes->num_parameters() == built->num_parameters());
+    const auto a = built->layer_stats(16), b = shapes->layer_stats(16);
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      CHECK(b[i].parameters == a[i].parameters);
+      CHECK(b[i].heads == a[i].heads);
+      CHECK(b[i].ffn_dim == a[i].ffn_dim);
+      CHECK(b[i].attention_flops == a[i].attention_flops);
+      CHECK(b[i].ffn_flops == a[i].ffn_flops);
+    }
+    for (const auto& [name, p] : shapes->named_parameters()) CHECK_MESSAGE(!p.has_values(), name);
+  }
+  // talking heads start as plain attention: their mixing matrices are identities
+  const auto talking = model_from_yaml(models[0], {50, 5, 2});
+  CHECK(param(*talking, "layers.1.attn.talk.logits").to_vector() ==
+        std::vector<float>{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1});
+  // 1.6e11 parameters (1.3 TB with their gradients): counted at once, built never
+  const auto model_block = [](const std::string& yaml) { return Config::parse(yaml, "test.yaml").child("model"); };
+  const std::string huge = "model: {type: encoder_classifier, d_model: 100000, max_len: 16, layers: [{repeat: 2, "
+                           "attention: {heads: 2, head_dim: 8}}]}";
+  const int64_t D = 100000, F = 4 * D, HD = 16;
+  const int64_t layer = 3 * (D * HD + HD) + HD * D + D + 4 * D + 2 * D * F + F + D;
+  const int64_t whole = 50 * D + 16 * D + 2 * D + 2 * layer + 2 * D + 5 * D + 5;  // embeddings, final LN, classifier
+  CHECK(build_model_shapes(model_block(huge), {50, 5, 0})->num_parameters() == whole);
+  CHECK_THROWS_WITH_AS(build_model(model_block(huge), {50, 5, 0}), doctest::Contains("this machine has"), ConfigError);
+  // what cannot be counted: refused naming the part
+  const std::string deep = "model: {type: encoder_classifier, d_model: 16, max_len: 16, layers: [{repeat: 20000, "
+                           "attention: {heads: 2, head_dim: 8}}]}";
+  CHECK_THROWS_WITH_AS(build_model_shapes(model_block(deep), {50, 5, 0}),
+                       doctest::Contains("model.layers[0]: repeat 20000"), ConfigError);
+  // a tensor the estimate leaves out (the MLM head's d_model x d_model) past int64: an error, not an overflow
+  const std::string wide = "model: {type: encoder_mlm, d_model: 3037000500, max_len: 1, ffn_dim: 1, layers: "
+                           "[{attention: {heads: 1, head_dim: 1}}]}";
+  CHECK_THROWS_WITH_AS(build_model_shapes(model_block(wide), {2, 0, 0}),
+                       doctest::Contains("more elements than int64 counts"), Error);
+}
+
+TEST_CASE("a model too large for the memory there is: a ConfigError naming its keys and the bytes it needs") {
+  const auto model_block = [](const std::string& yaml) { return Config::parse(yaml, "test.yaml").child("model"); };
+  // past the machine: the largest part and every key that sizes it
+  const std::string huge = "model: {type: encoder_classifier, d_model: 100000, max_len: 16, layers: [{repeat: 2, "
+                           "attention: {heads: 2, head_dim: 8}, ffn_dim: 300000}]}";
+  CHECK_THROWS_WITH_AS(build_model(model_block(huge), {50, 5, 0}),
+                       doctest::Contains("960.2 GB for weights and gradients; this machine has"), ConfigError);
+  CHECK_THROWS_WITH_AS(build_model(model_block(huge), {50, 5, 0}),
+                       doctest::Contains("model.layers[0]: repeat 2 x 60007300056 parameters a layer (model.d_model "
+                                         "100000, model.layers[0].ffn_dim 300000, model.layers[0].attention.heads 2 x "
+                                         "head_dim 8)"),
+                       ConfigError);
+  const std::string vocab = "model: {type: encoder_classifier, d_model: 100000, max_len: 16, layers: []}";
+  CHECK_THROWS_WITH_AS(build_model(model_block(vocab), {100'000'000, 5, 0}),
+                       doctest::Contains("the vocabulary's 100000000 tokens (tokenizer.vocab or tokenizer.vocab_size)"),
+                       ConfigError);
+  // within the machine, but an allocation fails (here a layer's): the same message, not std::bad_alloc
+  register_layer("out_of_memory", [](const Config&, const LayerDefaults&) -> std::unique_ptr<Layer> {
+    throw std::bad_alloc();
+  });
+  const std::string small = "model: {type: encoder_classifier, d_model: 16, max_len: 8, ffn_dim: 32, layers: "
+                            "[{repeat: 3, attention: {heads: 2, head_dim: 8}}, {type: out_of_memory}]}";
+  CHECK_THROWS_WITH_AS(build_model(model_block(small), {50, 5, 0}),
+                       doctest::Contains("parameters, which need 0.1 MB for weights and gradients; allocating them ran "
+                                         "out of memory. The largest part is model.layers[0]: repeat 3 x 2232 "
+                                         "parameters a layer (model.d_model 16, model.ffn_dim 32"),
+                       ConfigError);
 }
 
 // ---------------------------------------------------------------------------------------------------------------------

@@ -336,11 +336,14 @@ TEST_CASE("the reader enforces the format's header rules") {
     write_bytes(path, raw_file("{\"\xff\xfe\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1));
     check_read_error(path, "header is not valid JSON");
   }
-  SUBCASE("a deeply nested header value is named by its type, not dumped level by level") {
+  SUBCASE("a header nested too deep is refused while it is parsed; a nested value is named by its type") {
     const std::string deep = std::string(200000, '[') + std::string(200000, ']');
     write_bytes(path, raw_file(R"({"a":{"dtype":"U8","shape":[)" + deep + R"(],"data_offsets":[0,1]}})", 1));
+    check_read_error(path, "header is not valid JSON: nested deeper than 100 levels");
+    const std::string nested = std::string(90, '[') + std::string(90, ']');
+    write_bytes(path, raw_file(R"({"a":{"dtype":"U8","shape":[)" + nested + R"(],"data_offsets":[0,1]}})", 1));
     check_read_error(path, "tensor 'a': \"shape\" holds a JSON array, not a non-negative integer");
-    write_bytes(path, raw_file(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,)" + deep + "]}}", 1));
+    write_bytes(path, raw_file(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,)" + nested + "]}}", 1));
     check_read_error(path, "\"data_offsets\" must be two non-negative integers, got [0, a JSON array]");
   }
   SUBCASE("data ending before the end of the file") {

@@ -1,10 +1,13 @@
 #include "kernels/cpu/cpu_attention.h"
 
+#include <oneapi/dnnl/dnnl.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "kernels/backend_checks.h"
+#include "kernels/base/error.h"
 #include "kernels/cpu/cpu_dropout.h"
 #include "kernels/cpu/cpu_exp.h"
 #include "kernels/cpu/cpu_parallel.h"
@@ -15,9 +18,7 @@ namespace hr::cpu {
 
 namespace {
 
-// Keys a block: a row of a block's scores is four AVX-512 vectors, and a count known at compile time lets the loops
-// below keep a block of them in registers. The last block is padded with zero keys whose weights are set to 0.
-constexpr int64_t kKeys = 64;
+constexpr int64_t kKeys = 128;    // keys a block
 constexpr int64_t kQueries = 64;  // queries a forward task (and a backward inner block)
 
 // Rows [i0, i0 + rows) of head h of sequence b in a (B, T, H*Dh) tensor, widened to f32 (dst: rows x Dh); `round`
@@ -39,29 +40,54 @@ void load_head_rows(const void* src, bool bf16, bool round, int64_t b, int64_t h
   }
 }
 
-// Keys [j0, j0 + n) of head h as a block: transposed (Dh, kKeys) into t and/or row-major (kKeys, Dh) into m (either
-// may be null), zero past n.
-void pack_keys(const void* src, bool bf16, int64_t b, int64_t h, int64_t j0, int64_t n, int64_t T, int64_t H,
-               int64_t Dh, float* __restrict t, float* __restrict m, float* __restrict row) {
-  if (t) std::fill(t, t + Dh * kKeys, 0.f);
-  if (m) std::fill(m + n * Dh, m + kKeys * Dh, 0.f);
+// Rows [i0, i0 + rows) of head h as an f32 matrix with its leading dimension: the tensor's own rows (H*Dh apart)
+// when they are f32 and need no rounding, else a copy widened (or rounded) into buf (rows x Dh).
+struct HeadRows {
+  const float* at;
+  int64_t ld;
+};
+HeadRows head_rows(const void* src, bool bf16, bool round, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t T,
+                   int64_t H, int64_t Dh, float* buf) {
+  if (!bf16 && !round) return {static_cast<const float*>(src) + ((b * T + i0) * H + h) * Dh, H * Dh};
+  load_head_rows(src, bf16, round, b, h, i0, rows, T, H, Dh, buf);
+  return {buf, Dh};
+}
+
+// C (m, n) = op(A) op(B) + beta C, row-major, by oneDNN's sgemm: its blocked micro-kernels run these block products
+// at several times the rate of plain loops (docs/performance.md). Called inside our parallel tasks, it runs on the
+// calling thread.
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* A, int64_t lda, const float* B, int64_t ldb,
+          float beta, float* C, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.f, A, lda, B, ldb, beta, C, ldc);
+  HR_CHECK(st == dnnl_success, "attention: dnnl_sgemm failed with status " + std::to_string(static_cast<int>(st)));
+}
+
+// Heads narrower than this take the loops below instead of sgemm, with the keys as the vectorised dimension: for a
+// 64 x 128 x 4 product a call's fixed cost exceeds its arithmetic (64 heads of 4 stepped at 1.75x one head of 256
+// through sgemm, 1.4x through these loops: scripts/heads-equal-flops.sh, docs/performance.md).
+constexpr int64_t kNarrow = 16;
+
+// Rows [j0, j0 + n) of head h transposed into t (Dh, kKeys), zero past n (Dh < kNarrow).
+void load_transposed(const void* src, bool bf16, bool round, int64_t b, int64_t h, int64_t j0, int64_t n, int64_t T,
+                     int64_t H, int64_t Dh, float* __restrict t) {
+  std::fill(t, t + Dh * kKeys, 0.f);
+  float row[kNarrow];
   for (int64_t j = 0; j < n; ++j) {
-    float* r = m ? m + j * Dh : row;
-    load_head_rows(src, bf16, false, b, h, j0 + j, 1, T, H, Dh, r);
-    if (t)
-      for (int64_t c = 0; c < Dh; ++c) t[c * kKeys + j] = r[c];
+    load_head_rows(src, bf16, round, b, h, j0 + j, 1, T, H, Dh, row);
+    for (int64_t c = 0; c < Dh; ++c) t[c * kKeys + j] = row[c];
   }
 }
 
-// s[r][j] = sum_c x[r][c] t[c][j] for R rows of x (Dh apart) against a (Dh, kKeys) block: the R x kKeys sums stay in
-// registers while the block streams past.
+// s[r][j] = sum_c x[r][c] t[c][j] for R rows of x (ldx apart) against t (Dh, kKeys): the R x kKeys sums stay in
+// registers while t streams past.
 template <int R>
-void block_dots(const float* __restrict x, const float* __restrict t, int64_t Dh, float* __restrict s) {
+void block_dots(const float* __restrict x, int64_t ldx, const float* __restrict t, int64_t Dh, float* __restrict s) {
   float acc[R][kKeys] = {};
   for (int64_t c = 0; c < Dh; ++c) {
     const float* __restrict tc = t + c * kKeys;
     for (int r = 0; r < R; ++r) {
-      const float xr = x[r * Dh + c];
+      const float xr = x[r * ldx + c];
 #pragma omp simd
       for (int64_t j = 0; j < kKeys; ++j) acc[r][j] += xr * tc[j];
     }
@@ -69,45 +95,16 @@ void block_dots(const float* __restrict x, const float* __restrict t, int64_t Dh
   for (int r = 0; r < R; ++r) std::copy(acc[r], acc[r] + kKeys, s + r * kKeys);
 }
 
-// s (rows, kKeys) = x (rows, Dh) @ t (Dh, kKeys)
-void dots(const float* x, int64_t rows, const float* t, int64_t Dh, float* s) {
+// s (rows, kKeys) = x (rows, Dh; ldx apart) t, t (Dh, kKeys)
+void narrow_dots(const float* x, int64_t ldx, int64_t rows, const float* t, int64_t Dh, float* s) {
   int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) block_dots<4>(x + r * Dh, t, Dh, s + r * kKeys);
-  for (; r < rows; ++r) block_dots<1>(x + r * Dh, t, Dh, s + r * kKeys);
+  for (; r + 2 <= rows; r += 2) block_dots<2>(x + r * ldx, ldx, t, Dh, s + r * kKeys);
+  for (; r < rows; ++r) block_dots<1>(x + r * ldx, ldx, t, Dh, s + r * kKeys);
 }
 
-// acc (rows, Dh) += w (rows, kKeys) @ m (kKeys, Dh)
-void add_products(const float* __restrict w, int64_t rows, const float* __restrict m, int64_t Dh,
-                  float* __restrict acc) {
-  for (int64_t r = 0; r < rows; ++r) {
-    float* __restrict ar = acc + r * Dh;
-    for (int64_t j = 0; j < kKeys; ++j) {
-      const float wj = w[r * kKeys + j];
-#pragma omp simd
-      for (int64_t c = 0; c < Dh; ++c) ar[c] += wj * m[j * Dh + c];
-    }
-  }
-}
-
-// acc (kKeys, Dh) += w^T (kKeys, rows) @ x (rows, Dh), w being (rows, kKeys)
-void add_products_t(const float* __restrict w, int64_t rows, const float* __restrict x, int64_t Dh,
-                    float* __restrict acc) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* __restrict xr = x + r * Dh;
-    for (int64_t j = 0; j < kKeys; ++j) {
-      const float wj = w[r * kKeys + j];
-#pragma omp simd
-      for (int64_t c = 0; c < Dh; ++c) acc[j * Dh + c] += wj * xr[c];
-    }
-  }
-}
-
-// Heads narrower than this multiply with the keys as the vectorised dimension (add_dots, add_products_tt): a loop
-// over Dh < 16 fills no AVX-512 vector.
-constexpr int64_t kNarrow = 16;
-
-// acc (rows, Dh) += w (rows, kKeys) @ m for m given transposed, mt (Dh, kKeys): one dot product over the keys a sum
-void add_dots(const float* __restrict w, int64_t rows, const float* __restrict mt, int64_t Dh, float* __restrict acc) {
+// acc (rows, Dh) += w (rows, kKeys) mt^T, mt (Dh, kKeys): one dot product over the keys a sum
+void narrow_add_dots(const float* __restrict w, int64_t rows, const float* __restrict mt, int64_t Dh,
+                     float* __restrict acc) {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < Dh; ++c) {
       float sum = 0.f;
@@ -118,12 +115,12 @@ void add_dots(const float* __restrict w, int64_t rows, const float* __restrict m
   }
 }
 
-// acct (Dh, kKeys) += x^T (Dh, rows) @ w (rows, kKeys): add_products_t with its result transposed
-void add_products_tt(const float* __restrict w, int64_t rows, const float* __restrict x, int64_t Dh,
-                     float* __restrict acct) {
+// acct (Dh, kKeys) += x^T w for x (rows, Dh; ldx apart) and w (rows, kKeys)
+void narrow_add_products_t(const float* __restrict w, int64_t rows, const float* __restrict x, int64_t ldx,
+                           int64_t Dh, float* __restrict acct) {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < Dh; ++c) {
-      const float xc = x[r * Dh + c];
+      const float xc = x[r * ldx + c];
 #pragma omp simd
       for (int64_t j = 0; j < kKeys; ++j) acct[c * kKeys + j] += xc * w[r * kKeys + j];
     }
@@ -198,25 +195,31 @@ void forward_block(const FusedAttentionArgs& a, int64_t b, int64_t h, int64_t i0
   const int64_t Dh = a.Dh, H = a.H;
   const bool bf16 = a.inputs == GemmInputs::BF16;
   const math::DropoutFactors drop(a.p_drop, a.seed, a.offset);
-  float* q = scratch;                 // (kQueries, Dh)
-  float* kt = q + kQueries * Dh;      // (Dh, kKeys)
-  float* vb = kt + Dh * kKeys;        // (kKeys, Dh), or (Dh, kKeys) for a narrow head
-  float* acc = vb + kKeys * Dh;       // (kQueries, Dh)
-  float* s = acc + kQueries * Dh;     // (kQueries, kKeys)
-  float* f = s + kQueries * kKeys;    // (kKeys)
-  float* m = f + kKeys;               // (kQueries) running maxima
-  float* l = m + kQueries;            // (kQueries) running sums
-  float* row = l + kQueries;          // (Dh)
+  float* qbuf = scratch;              // (kQueries, Dh) when q needs widening
+  float* kbuf = qbuf + kQueries * Dh;  // (kKeys, Dh) likewise
+  float* vbuf = kbuf + kKeys * Dh;     // (kKeys, Dh)
+  float* acc = vbuf + kKeys * Dh;      // (kQueries, Dh)
+  float* s = acc + kQueries * Dh;      // (kQueries, kKeys) scores, then weights
+  float* f = s + kQueries * kKeys;     // (kKeys) dropout factors
+  float* m = f + kKeys;                // (kQueries) running maxima
+  float* l = m + kQueries;             // (kQueries) running sums
   const bool narrow = Dh < kNarrow;
-  load_head_rows(a.q, bf16, false, b, h, i0, mq, a.Tq, H, Dh, q);
+  const HeadRows q = head_rows(a.q, bf16, false, b, h, i0, mq, a.Tq, H, Dh, qbuf);
   std::fill(acc, acc + mq * Dh, 0.f);
   std::fill(m, m + mq, -INFINITY);
   std::fill(l, l + mq, 0.f);
   for (int64_t j0 = 0; j0 < a.Tk; j0 += kKeys) {
     const int64_t nk = std::min(kKeys, a.Tk - j0);
-    pack_keys(a.k, bf16, b, h, j0, nk, a.Tk, H, Dh, kt, nullptr, row);
-    pack_keys(a.v, bf16, b, h, j0, nk, a.Tk, H, Dh, narrow ? vb : nullptr, narrow ? nullptr : vb, row);
-    dots(q, mq, kt, Dh, s);
+    HeadRows k{kbuf, 0}, v{vbuf, 0};  // narrow: kbuf and vbuf hold them transposed, (Dh, kKeys)
+    if (narrow) {
+      load_transposed(a.k, bf16, false, b, h, j0, nk, a.Tk, H, Dh, kbuf);
+      load_transposed(a.v, bf16, false, b, h, j0, nk, a.Tk, H, Dh, vbuf);
+      narrow_dots(q.at, q.ld, mq, kbuf, Dh, s);
+    } else {
+      k = head_rows(a.k, bf16, false, b, h, j0, nk, a.Tk, H, Dh, kbuf);
+      v = head_rows(a.v, bf16, false, b, h, j0, nk, a.Tk, H, Dh, vbuf);
+      gemm(false, true, mq, nk, Dh, q.at, q.ld, k.at, k.ld, 0.f, s, kKeys);  // s = q k^T
+    }
     for (int64_t r = 0; r < mq; ++r) {
       float* sr = s + r * kKeys;
       const float mx = a.mask ? scaled_max<true>(sr, a.mask + b * a.Tk + j0, nk, a.scale, m[r])
@@ -229,8 +232,8 @@ void forward_block(const FusedAttentionArgs& a, int64_t b, int64_t h, int64_t i0
       if (shrink != 1.f)
         for (int64_t c = 0; c < Dh; ++c) acc[r * Dh + c] *= shrink;
     }
-    if (narrow) add_dots(s, mq, vb, Dh, acc);
-    else add_products(s, mq, vb, Dh, acc);
+    if (narrow) narrow_add_dots(s, mq, vbuf, Dh, acc);
+    else gemm(false, false, mq, Dh, nk, s, kKeys, v.at, v.ld, 1.f, acc, Dh);  // acc += weights v
   }
   for (int64_t r = 0; r < mq; ++r) {
     const float inv = 1.f / l[r];
@@ -248,30 +251,28 @@ void forward_block(const FusedAttentionArgs& a, int64_t b, int64_t h, int64_t i0
   }
 }
 
-// One backward task: head h of sequence b, FlashAttention-2's loops (keys outer, their dk and dv in a block buffer;
-// queries inner, dq summed over key blocks in a buffer of the head's rows). scratch: see attention_backward.
+// One backward task: head h of sequence b, FlashAttention-2's loops (keys outer, their dk and dv summed in gk and gv
+// rows; queries inner, dq summed over key blocks in a buffer of the head's rows). scratch: see attention_backward.
 void backward_head(const FusedAttentionArgs& a, int64_t b, int64_t h, const void* out, bool out_bf16, const float* stats,
                    const float* gout, float* gq, float* gk, float* gv, float* scratch) {
-  const int64_t Dh = a.Dh, H = a.H, Tq = a.Tq;
+  const int64_t Dh = a.Dh, H = a.H, Tq = a.Tq, ld = H * Dh;
   const bool bf16 = a.inputs == GemmInputs::BF16;
   const math::DropoutFactors drop(a.p_drop, a.seed, a.offset);
-  float* q = scratch;            // (Tq, Dh)
-  float* go = q + Tq * Dh;       // (Tq, Dh) gout, as the products read it
-  float* dq = go + Tq * Dh;      // (Tq, Dh)
-  float* dsum = dq + Tq * Dh;    // (Tq) rowsum(gout * out) = rowsum(dweights * weights)
-  float* kt = dsum + Tq;         // (Dh, kKeys)
-  float* vt = kt + Dh * kKeys;   // (Dh, kKeys)
-  float* kb = vt + Dh * kKeys;   // (kKeys, Dh)
-  float* dk = kb + kKeys * Dh;   // (kKeys, Dh), or (Dh, kKeys) for a narrow head
-  float* dv = dk + kKeys * Dh;   // (kKeys, Dh), or (Dh, kKeys) for a narrow head
-  float* p = dv + kKeys * Dh;    // (kQueries, kKeys) weights
-  float* pd = p + kQueries * kKeys;   // (kQueries, kKeys) weights after dropout
-  float* dp = pd + kQueries * kKeys;  // (kQueries, kKeys) their gradient, then the scores'
-  float* f = dp + kQueries * kKeys;   // (kKeys)
-  float* row = f + kKeys;             // (Dh)
+  float* qbuf = scratch;               // (Tq, Dh) when q needs widening
+  float* gobuf = qbuf + Tq * Dh;       // (Tq, Dh) when gout needs rounding
+  float* dq = gobuf + Tq * Dh;         // (Tq, Dh)
+  float* dsum = dq + Tq * Dh;          // (Tq) rowsum(gout * out) = rowsum(dweights * weights)
+  float* kbuf = dsum + Tq;             // (kKeys, Dh)
+  float* vbuf = kbuf + kKeys * Dh;     // (kKeys, Dh)
+  float* p = vbuf + kKeys * Dh;        // (kQueries, kKeys) weights
+  float* pd = p + kQueries * kKeys;    // (kQueries, kKeys) weights after dropout
+  float* dp = pd + kQueries * kKeys;   // (kQueries, kKeys) their gradient, then the scores'
+  float* f = dp + kQueries * kKeys;    // (kKeys)
+  float* dkt = f + kKeys;              // (Dh, kKeys) a narrow head's dk, transposed
+  float* dvt = dkt + Dh * kKeys;       // (Dh, kKeys)
   const bool narrow = Dh < kNarrow;
-  load_head_rows(a.q, bf16, false, b, h, 0, Tq, Tq, H, Dh, q);
-  load_head_rows(gout, false, bf16, b, h, 0, Tq, Tq, H, Dh, go);
+  const HeadRows q = head_rows(a.q, bf16, false, b, h, 0, Tq, Tq, H, Dh, qbuf);
+  const HeadRows go = head_rows(gout, false, bf16, b, h, 0, Tq, Tq, H, Dh, gobuf);
   load_head_rows(out, out_bf16, false, b, h, 0, Tq, Tq, H, Dh, dq);  // dq holds the output until it is zeroed
   for (int64_t i = 0; i < Tq; ++i) {
     const float* g = gout + ((b * Tq + i) * H + h) * Dh;
@@ -282,14 +283,38 @@ void backward_head(const FusedAttentionArgs& a, int64_t b, int64_t h, const void
   std::fill(dq, dq + Tq * Dh, 0.f);
   for (int64_t j0 = 0; j0 < a.Tk; j0 += kKeys) {
     const int64_t nk = std::min(kKeys, a.Tk - j0);
-    pack_keys(a.k, bf16, b, h, j0, nk, a.Tk, H, Dh, kt, narrow ? nullptr : kb, row);
-    pack_keys(a.v, bf16, b, h, j0, nk, a.Tk, H, Dh, vt, nullptr, row);
-    std::fill(dk, dk + kKeys * Dh, 0.f);
-    std::fill(dv, dv + kKeys * Dh, 0.f);
+    HeadRows k{kbuf, 0}, v{vbuf, 0};  // narrow: transposed, (Dh, kKeys)
+    if (narrow) {
+      load_transposed(a.k, bf16, false, b, h, j0, nk, a.Tk, H, Dh, kbuf);
+      load_transposed(a.v, bf16, false, b, h, j0, nk, a.Tk, H, Dh, vbuf);
+    } else {
+      k = head_rows(a.k, bf16, false, b, h, j0, nk, a.Tk, H, Dh, kbuf);
+      v = head_rows(a.v, bf16, false, b, h, j0, nk, a.Tk, H, Dh, vbuf);
+    }
+    // this key block's dk and dv summed over the query blocks: in gk and gv's rows (ld apart), or narrow, transposed
+    // in dkt and dvt (Dh, kKeys)
+    float* dk = gk + ((b * a.Tk + j0) * H + h) * Dh;
+    float* dv = gv + ((b * a.Tk + j0) * H + h) * Dh;
+    if (narrow) {
+      std::fill(dkt, dkt + Dh * kKeys, 0.f);
+      std::fill(dvt, dvt + Dh * kKeys, 0.f);
+    } else {
+      for (int64_t j = 0; j < nk; ++j) {
+        std::fill(dk + j * ld, dk + j * ld + Dh, 0.f);
+        std::fill(dv + j * ld, dv + j * ld + Dh, 0.f);
+      }
+    }
     for (int64_t i0 = 0; i0 < Tq; i0 += kQueries) {
       const int64_t mq = std::min(kQueries, Tq - i0);
-      dots(q + i0 * Dh, mq, kt, Dh, p);
-      dots(go + i0 * Dh, mq, vt, Dh, dp);
+      const float* qi = q.at + i0 * q.ld;
+      const float* goi = go.at + i0 * go.ld;
+      if (narrow) {
+        narrow_dots(qi, q.ld, mq, kbuf, Dh, p);
+        narrow_dots(goi, go.ld, mq, vbuf, Dh, dp);
+      } else {
+        gemm(false, true, mq, nk, Dh, qi, q.ld, k.at, k.ld, 0.f, p, kKeys);     // scores
+        gemm(false, true, mq, nk, Dh, goi, go.ld, v.at, v.ld, 0.f, dp, kKeys);  // dweights = gout v^T
+      }
       for (int64_t r = 0; r < mq; ++r) {
         const float* st = stats + ((b * H + h) * Tq + i0 + r) * 2;
         float* pr = p + r * kKeys;
@@ -303,22 +328,21 @@ void backward_head(const FusedAttentionArgs& a, int64_t b, int64_t h, const void
         score_grads(pr, dp + r * kKeys, drop.threshold ? f : nullptr, nk, dsum[i0 + r], a.scale, bf16);
       }
       if (narrow) {
-        add_products_tt(pd, mq, go + i0 * Dh, Dh, dv);  // dv += weights^T gout
-        add_dots(dp, mq, kt, Dh, dq + i0 * Dh);         // dq += dscores k
-        add_products_tt(dp, mq, q + i0 * Dh, Dh, dk);   // dk += dscores^T q
+        narrow_add_products_t(pd, mq, goi, go.ld, Dh, dvt);
+        narrow_add_dots(dp, mq, kbuf, Dh, dq + i0 * Dh);
+        narrow_add_products_t(dp, mq, qi, q.ld, Dh, dkt);
       } else {
-        add_products_t(pd, mq, go + i0 * Dh, Dh, dv);
-        add_products(dp, mq, kb, Dh, dq + i0 * Dh);
-        add_products_t(dp, mq, q + i0 * Dh, Dh, dk);
+        gemm(true, false, nk, Dh, mq, pd, kKeys, goi, go.ld, 1.f, dv, ld);           // dv += weights^T gout
+        gemm(false, false, mq, Dh, nk, dp, kKeys, k.at, k.ld, 1.f, dq + i0 * Dh, Dh);  // dq += dscores k
+        gemm(true, false, nk, Dh, mq, dp, kKeys, qi, q.ld, 1.f, dk, ld);             // dk += dscores^T q
       }
     }
-    for (int64_t j = 0; j < nk; ++j) {
-      const int64_t at = ((b * a.Tk + j0 + j) * H + h) * Dh;
-      for (int64_t c = 0; c < Dh; ++c) {
-        gk[at + c] = narrow ? dk[c * kKeys + j] : dk[j * Dh + c];
-        gv[at + c] = narrow ? dv[c * kKeys + j] : dv[j * Dh + c];
-      }
-    }
+    if (narrow)
+      for (int64_t j = 0; j < nk; ++j)
+        for (int64_t c = 0; c < Dh; ++c) {
+          dk[j * ld + c] = dkt[c * kKeys + j];
+          dv[j * ld + c] = dvt[c * kKeys + j];
+        }
   }
   for (int64_t i = 0; i < Tq; ++i) std::copy(dq + i * Dh, dq + (i + 1) * Dh, gq + ((b * Tq + i) * H + h) * Dh);
 }
@@ -329,7 +353,7 @@ void attention_forward(const FusedAttentionArgs& a, void* out, bool out_bf16, fl
   check_attention(a);
   const int64_t blocks = (a.Tq + kQueries - 1) / kQueries, tasks = a.B * a.H * blocks;
   const size_t scratch = static_cast<size_t>(2 * kQueries * a.Dh + 2 * kKeys * a.Dh + kQueries * kKeys + kKeys +
-                                             2 * kQueries + a.Dh);
+                                             2 * kQueries);
   parallel_for(tasks, 4 * kQueries * a.Tk * a.Dh, [&](int64_t t0, int64_t t1) {
     std::vector<float> buffer(scratch);
     for (int64_t t = t0; t < t1; ++t) {
@@ -342,8 +366,8 @@ void attention_forward(const FusedAttentionArgs& a, void* out, bool out_bf16, fl
 void attention_backward(const FusedAttentionArgs& a, const void* out, bool out_bf16, const float* stats,
                         const float* gout, float* gq, float* gk, float* gv) {
   check_attention(a);
-  const size_t scratch = static_cast<size_t>(3 * a.Tq * a.Dh + a.Tq + 5 * kKeys * a.Dh + 3 * kQueries * kKeys +
-                                             kKeys + a.Dh);
+  const size_t scratch = static_cast<size_t>(3 * a.Tq * a.Dh + a.Tq + 4 * kKeys * a.Dh + 3 * kQueries * kKeys +
+                                             kKeys);
   if (a.Tq == 0) {  // no query reads any key
     std::fill(gk, gk + a.B * a.Tk * a.H * a.Dh, 0.f);
     std::fill(gv, gv + a.B * a.Tk * a.H * a.Dh, 0.f);

@@ -2,8 +2,9 @@
 // runs it (aten/src/ATen/native/cpu/FlashAttentionKernel.cpp). The forward pass is parallel over (sequence, head,
 // block of queries) and walks blocks of keys with an online softmax, keeping only the output and each row's statistics;
 // the backward pass is parallel over (sequence, head), each task owning its head's columns of dq, dk and dv, and
-// recomputes the weights block by block from those statistics. Products run in our own loops over f32 blocks (bf16
-// operands widened exactly), so every CPU runs them, with or without bf16 instructions.
+// recomputes the weights block by block from those statistics. The block products are oneDNN sgemm calls on f32
+// blocks (bf16 operands widened exactly; f32 operands read in place), so every CPU runs them, with or without bf16
+// instructions.
 #pragma once
 
 #include "kernels/backend.h"

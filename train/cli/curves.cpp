@@ -9,6 +9,7 @@
 
 #include "kernels/base/error.h"
 #include "train/cli/command.h"
+#include "train/data/json_line.h"
 #include "train/run/run_config.h"
 #include "train/tools/plot.h"
 
@@ -50,7 +51,7 @@ int curves_command(const CurvesArgs& a) {
     int64_t line_no = 0;
     for (std::string line; std::getline(f, line);) {
       ++line_no;
-      const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      const nlohmann::json j = parse_json_line(line).value;
       if (!j.is_object() || !j.contains("step")) continue;  // a torn last line of a killed run
       const nlohmann::json* row = &j;
       if (eval) {

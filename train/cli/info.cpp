@@ -20,7 +20,7 @@ int info_command(const std::string& config, const std::vector<std::string>& over
   const std::string dir = std::filesystem::path(config).parent_path().string();
   if (rc.data.present) dims = make_task(rc.root, TaskContext{rc.data, dir, true, ""})->dims();
   dims.vocab_size = rc.tokenizer.vocab.empty() ? rc.tokenizer.vocab_size : Vocab::load(rc.tokenizer.vocab).size();
-  auto model = build_model(rc.root.child("model"), dims);
+  auto model = build_model_shapes(rc.root.child("model"), dims);  // a model of any size, described, not allocated
   rc.root.check_all_read();  // the keys train would refuse (train.lerning_rate), refused here too
   std::cout << config << ": vocabulary " << dims.vocab_size << ", " << dims.num_labels << " labels\n";
   print_model_info(std::cout, *model, seq_len > 0 ? seq_len : model->max_len());

@@ -1,6 +1,6 @@
-// One line of JSON input (a JSONL data file, predict's stdin), parsed with its nesting bounded. A line of 10^6 '['
-// parses in linear time, but the value it builds is copied and walked by recursion 10^6 frames deep: such a line is
-// refused while it is parsed, before any deep value exists, and the lines after it are read as usual.
+// One line of JSON input (a JSONL data file, predict's stdin, a run's metrics.jsonl), parsed with its nesting bounded
+// (framework/bounded_json.h): a line of 10^6 '[' is refused while it is parsed, and the lines after it are read as
+// usual.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,8 +8,6 @@
 #include <string_view>
 
 namespace hr {
-
-constexpr int kMaxJsonLineDepth = 100;  // nested objects and arrays; records are 2 or 3 deep
 
 struct JsonLine {
   nlohmann::json value;  // discarded (is_discarded()) when `problem` is set

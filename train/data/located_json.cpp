@@ -3,6 +3,7 @@
 #include <iterator>
 #include <vector>
 
+#include "framework/bounded_json.h"
 #include "kernels/base/error.h"
 
 namespace hr {
@@ -133,18 +134,7 @@ LocatedJson LocatedJson::parse_file(const std::string& path) {
 }
 
 LocatedJson::LocatedJson(std::string path, std::string_view text) : path_(std::move(path)), lines_(text) {
-  try {
-    root_ = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line L, column C: ..." or, for a number past the
-    // range of double, "[json.exception.out_of_range.406] number overflow parsing '1e999'": keep what follows "] ",
-    // cut short, as the number can be a whole line long.
-    std::string message = e.what();
-    const size_t from = message.find("] ");
-    if (from != std::string::npos) message.erase(0, from + 2);
-    if (message.size() > 200) message = message.substr(0, 200) + "...";
-    throw Error(path_ + ": invalid JSON: " + message);
-  }
+  root_ = parse_json_text(text, path_);
   size_t consumed = 0;
   ContainerLocator locator(&consumed, &container_offsets_);
   const char* data = text.data();

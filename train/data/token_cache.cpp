@@ -318,10 +318,88 @@ void write_all(int fd, const uint8_t* p, size_t n, const std::string& path) {
   }
 }
 
+// Token ids into the cache file through a 4 MiB buffer, with the count and the CRC-32 of what was written.
+class TokenWriter {
+ public:
+  TokenWriter(int fd, int bytes_per_token, const std::string& path)
+      : fd_(fd), bytes_per_token_(bytes_per_token), path_(path), buffer_(size_t{1} << 22) {}
+
+  void push(int32_t id) {
+    if (bytes_per_token_ == 2) {
+      const auto v = static_cast<uint16_t>(id);
+      std::memcpy(buffer_.data() + used_, &v, 2);
+    } else {
+      const auto v = static_cast<uint32_t>(id);
+      std::memcpy(buffer_.data() + used_, &v, 4);
+    }
+    used_ += static_cast<size_t>(bytes_per_token_);
+    ++tokens_;
+    if (used_ == buffer_.size()) drain();
+  }
+  void drain() {
+    crc_ = crc_of(buffer_.data(), used_, crc_);
+    write_all(fd_, buffer_.data(), used_, path_);
+    used_ = 0;
+  }
+  uint64_t tokens() const { return tokens_; }
+  uint32_t crc() const { return static_cast<uint32_t>(crc_); }
+
+ private:
+  int fd_, bytes_per_token_;
+  const std::string& path_;
+  std::vector<uint8_t> buffer_;
+  size_t used_ = 0;
+  uint64_t tokens_ = 0;
+  uLong crc_ = crc32(0L, Z_NULL, 0);
+};
+
+// A line every 2 s while a corpus is tokenised (documents, tokens, read rate, share of the bytes, time left), and one
+// at the end.
+class TokenizingProgress {
+ public:
+  TokenizingProgress(uint64_t total_bytes, std::ostream& log) : total_bytes_(total_bytes), log_(log) {}
+
+  void read(size_t bytes) { bytes_read_ += bytes; }
+  void document_done(uint64_t documents, uint64_t tokens) {
+    const Clock::time_point now = Clock::now();
+    if (now - last_report_ < std::chrono::seconds(2)) return;
+    last_report_ = now;
+    const double s = std::chrono::duration<double>(now - start_).count();
+    const double rate = static_cast<double>(bytes_read_) / s;
+    const double left = static_cast<double>(total_bytes_ - std::min(bytes_read_, total_bytes_));
+    const double eta = rate > 0 ? left / rate : 0;
+    log_ << "token cache: " << format_count(static_cast<int64_t>(documents)) << " documents, "
+         << format_count(static_cast<int64_t>(tokens)) << " tokens, " << format_mb(rate) << "/s, "
+         << static_cast<int>(100.0 * static_cast<double>(bytes_read_) / static_cast<double>(total_bytes_))
+         << "%, ETA " << format_seconds(eta) << "\n";
+  }
+  void finish(uint64_t documents, uint64_t tokens) {
+    const double s = std::chrono::duration<double>(Clock::now() - start_).count();
+    log_ << "token cache: " << documents << " documents, " << tokens << " tokens in " << format_seconds(s) << " ("
+         << format_mb(static_cast<double>(bytes_read_) / std::max(s, 1e-9)) << "/s)\n";
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  uint64_t total_bytes_, bytes_read_ = 0;
+  std::ostream& log_;
+  Clock::time_point start_ = Clock::now(), last_report_ = start_;
+};
+
+// The header over the placeholder at the start of the file.
+void write_header(int fd, const std::vector<uint8_t>& header, const std::string& path) {
+  size_t done = 0;
+  while (done < header.size()) {
+    const ssize_t w = ::pwrite(fd, header.data() + done, header.size() - done, static_cast<off_t>(done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) throw Error("cannot write token cache " + path + ": " + (w < 0 ? errno_text() : "short write"));
+    done += static_cast<size_t>(w);
+  }
+}
+
 // Tokenises the corpus into `path`: header placeholder, tokens through a buffer, then the real header.
 void build(const std::string& path, std::vector<FileEntry>& files, const std::vector<std::string>& inputs,
            const Tokenizer& tok, uint64_t vocab, int bytes_per_token, std::ostream& log) {
-  using Clock = std::chrono::steady_clock;
   uint64_t total_bytes = 0;
   for (const FileEntry& e : files) total_bytes += e.size;
   log << "token cache: tokenising " << files.size() << (files.size() == 1 ? " file" : " files") << " ("
@@ -335,72 +413,31 @@ void build(const std::string& path, std::vector<FileEntry>& files, const std::ve
     if (::lseek(fd, static_cast<off_t>(header_bytes), SEEK_SET) < 0) {
       throw Error("cannot write token cache " + path + ": seek failed: " + errno_text());
     }
-
-    std::vector<uint8_t> buffer(size_t{1} << 22);  // 4 MiB of tokens between writes
-    size_t used = 0;
-    uLong crc = crc32(0L, Z_NULL, 0);
-    const auto drain = [&] {
-      crc = crc_of(buffer.data(), used, crc);
-      write_all(fd, buffer.data(), used, path);
-      used = 0;
-    };
-    const auto push = [&](int32_t id) {
-      if (bytes_per_token == 2) {
-        const auto v = static_cast<uint16_t>(id);
-        std::memcpy(buffer.data() + used, &v, 2);
-      } else {
-        const auto v = static_cast<uint32_t>(id);
-        std::memcpy(buffer.data() + used, &v, 4);
-      }
-      used += static_cast<size_t>(bytes_per_token);
-      ++f.tokens;
-      if (used == buffer.size()) drain();
-    };
-
-    const Clock::time_point start = Clock::now();
-    Clock::time_point last_report = start;
-    uint64_t bytes_read = 0;
+    TokenWriter writer(fd, bytes_per_token, path);
+    TokenizingProgress progress(total_bytes, log);
     const int32_t sep = tok.vocab().sep_id();
     for (size_t i = 0; i < files.size(); ++i) {
       Hasher content;
       const CorpusStats stats = read_documents(
           inputs[i], log,
           [&](std::string_view text) {
-            if (f.documents > 0) push(sep);
-            for (int32_t id : tok.encode(text).ids) push(id);
+            if (f.documents > 0) writer.push(sep);
+            for (int32_t id : tok.encode(text).ids) writer.push(id);
             ++f.documents;
-            const Clock::time_point now = Clock::now();
-            if (now - last_report < std::chrono::seconds(2)) return;
-            last_report = now;
-            const double s = std::chrono::duration<double>(now - start).count();
-            const double rate = static_cast<double>(bytes_read) / s;
-            const double left = static_cast<double>(total_bytes - std::min(bytes_read, total_bytes));
-            const double eta = rate > 0 ? left / rate : 0;
-            log << "token cache: " << format_count(static_cast<int64_t>(f.documents)) << " documents, "
-                << format_count(static_cast<int64_t>(f.tokens)) << " tokens, " << format_mb(rate) << "/s, "
-                << static_cast<int>(100.0 * static_cast<double>(bytes_read) / static_cast<double>(total_bytes))
-                << "%, ETA " << format_seconds(eta) << "\n";
+            progress.document_done(f.documents, writer.tokens());
           },
           [&](std::string_view bytes) {
             content.update(bytes);
-            bytes_read += bytes.size();
+            progress.read(bytes.size());
           });
       files[i].content_hash = content.digest();
       files[i].rule = stats.rule == "blank-line" ? 0 : 1;
     }
-    drain();
-    f.data_crc = static_cast<uint32_t>(crc);
-    const std::vector<uint8_t> header = encode_header(f, files);
-    size_t done = 0;
-    while (done < header.size()) {
-      const ssize_t w = ::pwrite(fd, header.data() + done, header.size() - done, static_cast<off_t>(done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) throw Error("cannot write token cache " + path + ": " + (w < 0 ? errno_text() : "short write"));
-      done += static_cast<size_t>(w);
-    }
-    const double s = std::chrono::duration<double>(Clock::now() - start).count();
-    log << "token cache: " << f.documents << " documents, " << f.tokens << " tokens in " << format_seconds(s) << " ("
-        << format_mb(static_cast<double>(bytes_read) / std::max(s, 1e-9)) << "/s)\n";
+    writer.drain();
+    f.tokens = writer.tokens();
+    f.data_crc = writer.crc();
+    write_header(fd, encode_header(f, files), path);
+    progress.finish(f.documents, f.tokens);
   });
 }
 

@@ -22,6 +22,7 @@
 #include "kernels/base/error.h"
 #include "models/attention_heads.h"
 #include "models/head_pruning.h"
+#include "train/data/json_line.h"
 #include "train/run/data_parallel.h"
 #include "train/run/run_session.h"
 #include "train/tasks/task_registry.h"
@@ -140,7 +141,7 @@ int64_t drop_metrics_after(const std::string& path, int64_t step) {
   std::string kept;
   int64_t tokens = 0;
   for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line, nullptr, false);
+    const nlohmann::json j = parse_json_line(line).value;
     if (j.is_object() && j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() > step)
       continue;
     if (j.is_object() && j.contains("tokens") && j["tokens"].is_number_integer()) tokens = j["tokens"].get<int64_t>();

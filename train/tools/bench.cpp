@@ -268,6 +268,93 @@ int attention_bench(const BenchOptions& opt, const EncoderModel& model, Device d
   return 0;
 }
 
+// Model FLOPs of one forward pass over a batch of B x T tokens, and of a training step: 3x the forward (forward +
+// backward for inputs and weights).
+struct BenchFlops {
+  double forward = 0, train = 0;
+};
+
+BenchFlops bench_flops(const EncoderModel& model, const BenchOptions& opt, int64_t B, int64_t T) {
+  double fwd_per_token = 0;
+  for (const auto& s : model.layer_stats(T)) fwd_per_token += s.attention_flops + s.ffn_flops;
+  const double D = static_cast<double>(model.d_model());
+  const auto* mlm = dynamic_cast<const MlmHead*>(&model.head());
+  const double head_flops =  // the MLM head: dense D x D and the decoder D x V at every decoded position
+      mlm ? static_cast<double>(opt.mlm_dense ? B * T : static_cast<int64_t>(bench_mlm_positions(B * T).size())) *
+                (2.0 * D * D + 2.0 * D * static_cast<double>(mlm->bias.dim(0)))
+          : 2.0 * static_cast<double>(B) * D * static_cast<double>(opt.classes);
+  const double forward = fwd_per_token * static_cast<double>(B * T) + head_flops;
+  return {forward, 3.0 * forward};
+}
+
+// Seconds of each timed forward pass: of the batch (after --warmup passes), and of one row (batch-1 latency).
+struct InferenceTiming {
+  std::vector<double> batch_s, latency_s;
+};
+
+InferenceTiming time_inference(EncoderModel& model, const BenchOptions& opt, const EncoderInput& in, int64_t T) {
+  InferenceTiming t;
+  model.eval();
+  NoGradGuard ng;
+  const AutocastScope autocast(model.precision(), model.parameters());
+  const int64_t runs = opt.inference_runs > 0 ? opt.inference_runs : opt.steps;
+  for (int64_t i = 0; i < opt.warmup + runs; ++i) {
+    const auto start = Clock::now();
+    model.forward(in).to_vector();
+    if (i >= opt.warmup) t.batch_s.push_back(seconds_since(start));
+  }
+  const EncoderInput one = random_input(model, 1, T, opt.vocab, 2);
+  for (int64_t i = 0; i < opt.latency_runs + 5; ++i) {
+    const auto start = Clock::now();
+    model.forward(one).to_vector();
+    if (i >= 5) t.latency_s.push_back(seconds_since(start));
+  }
+  return t;
+}
+
+// The device's gemm rates at the model's dominant shape, (B*T, ffn) x (ffn, D): f32 and, where it has it, bf16.
+struct GemmRates {
+  GemmRate f32, bf16;
+  bool has_bf16 = false;
+  std::string bf16_why;  // without bf16: why not
+};
+
+GemmRates gemm_rates(Device d, int64_t rows, int64_t d_model) {
+  GemmRates g;
+  g.f32 = gemm_rate(d, rows, d_model * 4, d_model, GemmInputs::F32);
+  g.has_bf16 = backend(d).bf16_support(&g.bf16_why) != Backend::Bf16::None;
+  if (g.has_bf16) g.bf16 = gemm_rate(d, rows, d_model * 4, d_model, GemmInputs::BF16);
+  return g;
+}
+
+void print_bench(const BenchOptions& opt, const nlohmann::json& j, const GemmRates& g,
+                 const std::vector<KernelTiming>& kernels) {
+  std::printf("%s on %s in %s: batch %lld x seq %lld, %lld parameters, median of %lld steps\n", opt.config.c_str(),
+              j["device"].get<std::string>().c_str(), j["precision"].get<std::string>().c_str(),
+              static_cast<long long>(j["batch"].get<int64_t>()), static_cast<long long>(j["seq_len"].get<int64_t>()),
+              static_cast<long long>(j["parameters"].get<int64_t>()), static_cast<long long>(opt.steps));
+  std::printf("  training step      %9.1f ms  %9.0f tokens/s  %7.1f GFLOP/s (model FLOPs)\n",
+              j["train_step_ms"].get<double>(), j["train_tokens_per_s"].get<double>(), j["train_gflops"].get<double>());
+  std::printf("  inference batch    %9.1f ms  %9.0f tokens/s  %7.1f GFLOP/s\n", j["infer_batch_ms"].get<double>(),
+              j["infer_tokens_per_s"].get<double>(), j["infer_gflops"].get<double>());
+  std::printf("  batch-1 latency    p50 %.2f ms  p95 %.2f ms\n", j["latency_b1_p50_ms"].get<double>(),
+              j["latency_b1_p95_ms"].get<double>());
+  std::printf("  f32 gemm (same run) %8.1f GFLOP/s  %s\n", g.f32.gflops, g.f32.implementation.c_str());
+  if (g.has_bf16)
+    std::printf("  bf16 gemm (same run) %7.1f GFLOP/s  %s\n", g.bf16.gflops, g.bf16.implementation.c_str());
+  else
+    std::printf("  bf16 gemm          none: %s\n", g.bf16_why.c_str());
+  std::printf("  training reaches %.0f%% of the %s gemm rate\n", 100.0 * j["train_vs_gemm"].get<double>(),
+              j["precision"].get<std::string>().c_str());
+  std::printf("  peak RSS %.0f MB; new system allocations during timed steps: %zu; loss of the last step %.4f\n",
+              j["peak_rss_mb"].get<double>(), j["steady_state_system_allocations"].get<size_t>(),
+              j["final_loss"].get<double>());
+  if (!kernels.empty()) std::printf("  kernels alone (median per call; bytes as each kernel reads and writes them):\n");
+  for (const KernelTiming& k : kernels)
+    std::printf("    %-26s %10lld elements %9.1f us %7.1f GB/s\n", k.name.c_str(), static_cast<long long>(k.elements),
+                k.median_us, k.bytes / k.median_us / 1e3);
+}
+
 }  // namespace
 
 int bench_command(const BenchOptions& opt) {
@@ -287,54 +374,17 @@ int bench_command(const BenchOptions& opt) {
                                                     static_cast<int64_t>(model->num_layers()), model->d_model(), B, T);
       !p.empty())
     throw UsageError("bench --batch " + std::to_string(B) + " (--seq-len " + std::to_string(T) + "): " + p);
-
-  // model FLOPs per training step: 3x the forward (forward + backward for inputs and weights)
-  double fwd_per_token = 0;
-  for (const auto& s : model->layer_stats(T)) fwd_per_token += s.attention_flops + s.ffn_flops;
-  const double D = static_cast<double>(model->d_model());
-  const auto* mlm = dynamic_cast<const MlmHead*>(&model->head());
-  const double head_flops =  // the MLM head: dense D x D and the decoder D x V at every decoded position
-      mlm ? static_cast<double>(opt.mlm_dense ? B * T : static_cast<int64_t>(bench_mlm_positions(B * T).size())) *
-                (2.0 * D * D + 2.0 * D * static_cast<double>(mlm->bias.dim(0)))
-          : 2.0 * static_cast<double>(B) * D * static_cast<double>(opt.classes);
-  const double fwd_flops = fwd_per_token * static_cast<double>(B * T) + head_flops;
-  const double train_flops = 3.0 * fwd_flops;
+  const BenchFlops flops = bench_flops(*model, opt, B, T);
 
   // under mpirun: the ranks split the batch as `headroom train` does; the report is rank 0's
   const std::unique_ptr<Communicator> comm = make_communicator(d, rc.train.dp_timeout_s);
   if (comm->size() > 1) broadcast_parameters(*comm, model->parameters());
   const TrainingTiming timing = time_training_steps(*model, B, T, opt.vocab, opt.warmup, opt.steps, comm.get(),
                                                     rc.train.dp_bucket_mb, rc.train.dp_overlap, opt.mlm_dense);
-  if (comm->size() > 1) return report_data_parallel(opt, *comm, timing, B, T, train_flops);
-  const std::vector<double>& step_s = timing.step_seconds;
-  const size_t steady_allocs = timing.system_allocations;
-  const EncoderInput in = random_input(*model, B, T, opt.vocab, 1);
-
-  model->eval();
-  std::vector<double> infer_s, latency_s;
-  {
-    NoGradGuard ng;
-    const AutocastScope autocast(precision, model->parameters());
-    const int64_t runs = opt.inference_runs > 0 ? opt.inference_runs : opt.steps;
-    for (int64_t i = 0; i < opt.warmup + runs; ++i) {
-      const auto t = Clock::now();
-      model->forward(in).to_vector();
-      if (i >= opt.warmup) infer_s.push_back(seconds_since(t));
-    }
-    const EncoderInput one = random_input(*model, 1, T, opt.vocab, 2);
-    for (int64_t i = 0; i < opt.latency_runs + 5; ++i) {
-      const auto t = Clock::now();
-      model->forward(one).to_vector();
-      if (i >= 5) latency_s.push_back(seconds_since(t));
-    }
-  }
-  // the model's dominant gemm shape: (B*T, ffn) x (ffn, D), in f32 and, where the device has it, in bf16
-  const GemmRate f32_gemm = gemm_rate(d, B * T, model->d_model() * 4, model->d_model(), GemmInputs::F32);
-  std::string bf16_why;
-  const bool has_bf16 = backend(d).bf16_support(&bf16_why) != Backend::Bf16::None;
-  const GemmRate bf16_gemm =
-      has_bf16 ? gemm_rate(d, B * T, model->d_model() * 4, model->d_model(), GemmInputs::BF16) : GemmRate{};
-  const double gemm = precision == Precision::BF16 ? bf16_gemm.gflops : f32_gemm.gflops;  // what training could reach
+  if (comm->size() > 1) return report_data_parallel(opt, *comm, timing, B, T, flops.train);
+  const InferenceTiming inference = time_inference(*model, opt, random_input(*model, B, T, opt.vocab, 1), T);
+  const GemmRates g = gemm_rates(d, B * T, model->d_model());
+  const double gemm = precision == Precision::BF16 ? g.bf16.gflops : g.f32.gflops;  // what training could reach
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   std::vector<KernelTiming> kernels;  // after the peak RSS was read: their buffers are not the model's
@@ -344,50 +394,27 @@ int bench_command(const BenchOptions& opt) {
                            static_cast<int>(std::max<int64_t>(opt.steps, 5)));
   }
 
-  const double step = median(step_s), infer = median(infer_s);
+  const double step = median(timing.step_seconds), infer = median(inference.batch_s);
+  const std::vector<double>& latency_s = inference.latency_s;
   nlohmann::json j = {
       {"config", opt.config}, {"device", device_name(d)}, {"precision", precision_name(precision)},
       {"batch", B}, {"seq_len", T},
       {"parameters", model->num_parameters()},
       {"train_step_ms", step * 1e3}, {"train_tokens_per_s", static_cast<double>(B * T) / step},
-      {"train_gflops", train_flops / step / 1e9},
+      {"train_gflops", flops.train / step / 1e9},
       {"infer_batch_ms", infer * 1e3}, {"infer_tokens_per_s", static_cast<double>(B * T) / infer},
-      {"infer_gflops", fwd_flops / infer / 1e9},
+      {"infer_gflops", flops.forward / infer / 1e9},
       {"latency_b1_p50_ms", percentile(latency_s, 0.5) * 1e3}, {"latency_b1_p95_ms", percentile(latency_s, 0.95) * 1e3},
-      {"sgemm_gflops", f32_gemm.gflops}, {"sgemm_implementation", f32_gemm.implementation},
-      {"bf16_gemm_gflops", bf16_gemm.gflops}, {"bf16_gemm_implementation", has_bf16 ? bf16_gemm.implementation : bf16_why},
-      {"train_vs_gemm", train_flops / step / 1e9 / gemm},
+      {"sgemm_gflops", g.f32.gflops}, {"sgemm_implementation", g.f32.implementation},
+      {"bf16_gemm_gflops", g.bf16.gflops}, {"bf16_gemm_implementation", g.has_bf16 ? g.bf16.implementation : g.bf16_why},
+      {"train_vs_gemm", flops.train / step / 1e9 / gemm},
       {"peak_rss_mb", static_cast<double>(ru.ru_maxrss) / 1024.0},
       {"peak_device_mb", static_cast<double>(backend(d).peak_bytes_in_use()) / 1048576.0},
-      {"steady_state_system_allocations", steady_allocs}, {"final_loss", timing.final_loss}};
+      {"steady_state_system_allocations", timing.system_allocations}, {"final_loss", timing.final_loss}};
   for (const KernelTiming& k : kernels)
     j["kernels"][k.name] = {{"elements", k.elements}, {"us", k.median_us}, {"gb_per_s", k.bytes / k.median_us / 1e3}};
-  if (opt.json) {
-    std::cout << j.dump() << "\n";
-  } else {
-    std::printf("%s on %s in %s: batch %lld x seq %lld, %lld parameters, median of %lld steps\n",
-                opt.config.c_str(), device_name(d), precision_name(precision), static_cast<long long>(B), static_cast<long long>(T),
-                static_cast<long long>(model->num_parameters()), static_cast<long long>(opt.steps));
-    std::printf("  training step      %9.1f ms  %9.0f tokens/s  %7.1f GFLOP/s (model FLOPs)\n", step * 1e3,
-                j["train_tokens_per_s"].get<double>(), j["train_gflops"].get<double>());
-    std::printf("  inference batch    %9.1f ms  %9.0f tokens/s  %7.1f GFLOP/s\n", infer * 1e3,
-                j["infer_tokens_per_s"].get<double>(), j["infer_gflops"].get<double>());
-    std::printf("  batch-1 latency    p50 %.2f ms  p95 %.2f ms\n", j["latency_b1_p50_ms"].get<double>(),
-                j["latency_b1_p95_ms"].get<double>());
-    std::printf("  f32 gemm (same run) %8.1f GFLOP/s  %s\n", f32_gemm.gflops, f32_gemm.implementation.c_str());
-    if (has_bf16)
-      std::printf("  bf16 gemm (same run) %7.1f GFLOP/s  %s\n", bf16_gemm.gflops, bf16_gemm.implementation.c_str());
-    else
-      std::printf("  bf16 gemm          none: %s\n", bf16_why.c_str());
-    std::printf("  training reaches %.0f%% of the %s gemm rate\n", 100.0 * j["train_vs_gemm"].get<double>(),
-                precision_name(precision));
-    std::printf("  peak RSS %.0f MB; new system allocations during timed steps: %zu; loss of the last step %.4f\n",
-                j["peak_rss_mb"].get<double>(), steady_allocs, timing.final_loss);
-    if (!kernels.empty()) std::printf("  kernels alone (median per call; bytes as each kernel reads and writes them):\n");
-    for (const KernelTiming& k : kernels)
-      std::printf("    %-26s %10lld elements %9.1f us %7.1f GB/s\n", k.name.c_str(), static_cast<long long>(k.elements),
-                  k.median_us, k.bytes / k.median_us / 1e3);
-  }
+  if (opt.json) std::cout << j.dump() << "\n";
+  else print_bench(opt, j, g, kernels);
   return 0;
 }
 

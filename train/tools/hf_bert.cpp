@@ -13,14 +13,15 @@
 #include <utility>
 
 #include "framework/atomic_file.h"
+#include "framework/bounded_json.h"
 #include "framework/config.h"
-#include "framework/regular_file.h"
 #include "framework/safetensors.h"
 #include "kernels/base/error.h"
 #include "models/encoder_layer.h"
 #include "models/encoder_model.h"
 #include "models/model_size.h"
 #include "train/run/checkpoint.h"
+#include "train/run/new_out_dir.h"
 #include "train/run/trainer.h"
 #include "train/tasks/classification_task.h"
 #include "train/tokenizer/vocab.h"
@@ -102,14 +103,7 @@ bool split_suffix(const std::string& s, std::string& module, std::string& suffix
   return false;
 }
 
-json read_json(const std::string& path) {
-  const std::string text = read_regular_file(path, 64 << 20, "JSON config");
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error(path + ": not valid JSON (" + e.what() + ")");
-  }
-}
+json read_json(const std::string& path) { return read_json_file(path, 64 << 20, "JSON config"); }
 
 // config.json's fields, each an error naming the file and the key when missing or of the wrong type.
 struct JsonFields {
@@ -183,82 +177,70 @@ struct ImportPlan {
   int64_t max_len = 0, segments = 0;
 };
 
-// The model: block that is this BERT, from config.json.
-ImportPlan plan_model(const json& j, const std::string& path, const std::string& task_flag, const std::string& pooling) {
-  const JsonFields c{j, path};
-  ImportPlan p;
-  const std::string model_type = c.get<std::string>("model_type", "bert");
-  if (model_type != "bert") c.fail("model_type", "'" + model_type + "' is not BERT (only model_type bert imports)");
-  std::string task = task_flag;
-  if (task.empty()) {
-    const auto arch = c.get<std::vector<std::string>>("architectures", {});
-    const bool cls = std::find(arch.begin(), arch.end(), "BertForSequenceClassification") != arch.end();
-    const bool qa = std::find(arch.begin(), arch.end(), "BertForQuestionAnswering") != arch.end();
-    // BertForPreTraining's MLM head is BertForMaskedLM's (its next-sentence head is not used)
-    const bool mlm = std::find(arch.begin(), arch.end(), "BertForMaskedLM") != arch.end() ||
-                     std::find(arch.begin(), arch.end(), "BertForPreTraining") != arch.end();
-    if (cls && qa)
-      throw UsageError(path + ": 'architectures' names both BertForSequenceClassification and "
+// The head to import: --task, else the one config.json's architectures name (a note when they name none).
+std::string import_task(const JsonFields& c, const std::string& task_flag, std::vector<std::string>& notes) {
+  if (!task_flag.empty()) return task_flag;
+  const auto arch = c.get<std::vector<std::string>>("architectures", {});
+  const bool cls = std::find(arch.begin(), arch.end(), "BertForSequenceClassification") != arch.end();
+  const bool qa = std::find(arch.begin(), arch.end(), "BertForQuestionAnswering") != arch.end();
+  // BertForPreTraining's MLM head is BertForMaskedLM's (its next-sentence head is not used)
+  const bool mlm = std::find(arch.begin(), arch.end(), "BertForMaskedLM") != arch.end() ||
+                   std::find(arch.begin(), arch.end(), "BertForPreTraining") != arch.end();
+  if (cls && qa)
+    throw UsageError(c.path + ": 'architectures' names both BertForSequenceClassification and "
                               "BertForQuestionAnswering: choose the head with --task classification|span_qa|mlm");
-    task = qa ? "span_qa" : cls || !mlm ? "classification" : "mlm";
-    if (!cls && !qa && !mlm) {  // BertModel (sentence encoders), or none named
-      std::string names;
-      for (const auto& n : arch) names += (names.empty() ? "" : ", ") + n;
-      p.notes.push_back(path + ": 'architectures' (" + (names.empty() ? "none" : names) + ") has no task head: " +
-                        "imported with a sequence classifier (--task span_qa for a span QA head, --task mlm for "
-                        "BERT's masked-LM head)");
-    }
+  if (!cls && !qa && !mlm) {  // BertModel (sentence encoders), or none named
+    std::string names;
+    for (const auto& n : arch) names += (names.empty() ? "" : ", ") + n;
+    notes.push_back(c.path + ": 'architectures' (" + (names.empty() ? "none" : names) + ") has no task head: " +
+                    "imported with a sequence classifier (--task span_qa for a span QA head, --task mlm for "
+                    "BERT's masked-LM head)");
   }
-  p.task = task;
-  p.classifier = task == "classification";
+  return qa ? "span_qa" : cls || !mlm ? "classification" : "mlm";
+}
+
+// What headroom's encoder is not: another activation, other position embeddings, a decoder.
+void check_bert_features(const JsonFields& c) {
   const std::string act = c.get<std::string>("hidden_act", "gelu");
   if (act != "gelu") c.fail("hidden_act", "'" + act + "' is not supported (headroom's gelu is the erf GELU, 'gelu')");
   const std::string pos = c.get<std::string>("position_embedding_type", "absolute");
   if (pos != "absolute") c.fail("position_embedding_type", "'" + pos + "' is not supported (only absolute)");
   if (c.get<bool>("is_decoder", false)) c.fail("is_decoder", "a decoder is not supported");
+}
 
-  const int64_t d = c.positive("hidden_size"), layers = c.positive("num_hidden_layers"),
-                heads = c.positive("num_attention_heads");
-  if (d % heads != 0)
-    c.fail("num_attention_heads", std::to_string(heads) + " does not divide hidden_size " + std::to_string(d));
-  p.max_len = c.positive("max_position_embeddings");
-  p.segments = c.positive("type_vocab_size");
-  // sizes from a corrupt or hostile config.json are refused before per-layer plans (or the model) are allocated
+// Sizes from a corrupt or hostile config.json, refused before per-layer plans (or the model) are allocated.
+void check_bert_size(const JsonFields& c, int64_t d, int64_t layers, int64_t max_len) {
   const double hidden = static_cast<double>(d), ffn = static_cast<double>(c.positive("intermediate_size"));
   const double per_layer = 4 * hidden * hidden + 2 * hidden * ffn;
   const double in_layers = static_cast<double>(layers) * per_layer;
-  const double in_positions = static_cast<double>(p.max_len) * hidden;
+  const double in_positions = static_cast<double>(max_len) * hidden;
   const double parameters = in_layers + in_positions;
   if (8 * parameters > machine_memory_bytes())
     c.fail(in_layers > in_positions ? "num_hidden_layers" : "max_position_embeddings",
            "num_hidden_layers " + std::to_string(layers) + ", hidden_size " + std::to_string(d) +
                ", intermediate_size " + std::to_string(static_cast<int64_t>(ffn)) + " and max_position_embeddings " +
-               std::to_string(p.max_len) + " make a model that needs at least " + bytes_text(8 * parameters) +
+               std::to_string(max_len) + " make a model that needs at least " + bytes_text(8 * parameters) +
                "; this machine has " + bytes_text(machine_memory_bytes()));
-  if (p.classifier) {  // no id2label (bert-base-uncased): labels empty, import_hf_bert decides
-    const json id2label = c.get<json>("id2label", json::object());
-    p.labels.resize(id2label.size());
-    for (const auto& [id, label] : id2label.items()) {
-      size_t i = p.labels.size();
-      if (!id.empty() && std::all_of(id.begin(), id.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
-        i = std::stoul(id);
-      if (i >= p.labels.size() || !label.is_string() || !p.labels[i].empty())
-        c.fail("id2label", "expected labels with the ids 0.." + std::to_string(p.labels.size() - 1));
-      p.labels[i] = label.get<std::string>();
-    }
-  }
+}
 
-  YAML::Node m;
-  m["type"] = p.classifier ? "encoder_classifier" : task == "span_qa" ? "encoder_span_qa" : "encoder_mlm";
-  m["d_model"] = d;
-  m["ffn_dim"] = c.positive("intermediate_size");
-  m["max_len"] = p.max_len;
-  m["segments"] = p.segments;
-  m["norm"] = "post";
-  m["layer_norm_eps"] = number(c.get<double>("layer_norm_eps", 1e-12));
-  m["dropout"] = number(c.get<double>("hidden_dropout_prob", 0.1));
-  m["attention_dropout"] = number(c.get<double>("attention_probs_dropout_prob", 0.1));
-  if (p.classifier) m["pooling"] = pooling;
+// A classifier's labels: id2label in id order (empty without one, as in bert-base-uncased: import_hf_bert decides).
+std::vector<std::string> id2label_labels(const JsonFields& c) {
+  const json id2label = c.get<json>("id2label", json::object());
+  std::vector<std::string> labels(id2label.size());
+  for (const auto& [id, label] : id2label.items()) {
+    size_t i = labels.size();
+    if (!id.empty() && std::all_of(id.begin(), id.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+      i = std::stoul(id);
+    if (i >= labels.size() || !label.is_string() || !labels[i].empty())
+      c.fail("id2label", "expected labels with the ids 0.." + std::to_string(labels.size() - 1));
+    labels[i] = label.get<std::string>();
+  }
+  return labels;
+}
+
+// model.layers: one group repeated `layers` times, or one group a layer when pruned_heads leaves some layer fewer
+// heads (its kept heads by their original indices).
+YAML::Node bert_layer_groups(const JsonFields& c, int64_t layers, int64_t heads, int64_t head_dim) {
   const auto kept = kept_heads(c, layers, heads);
   YAML::Node groups(YAML::NodeType::Sequence);
   const bool pruned = std::any_of(kept.begin(), kept.end(), [&](const auto& k) {
@@ -269,7 +251,7 @@ ImportPlan plan_model(const json& j, const std::string& path, const std::string&
     a.SetStyle(YAML::EmitterStyle::Flow);
     const auto& k = kept[static_cast<size_t>(l)];
     a["heads"] = static_cast<int64_t>(k.size());
-    a["head_dim"] = d / heads;
+    a["head_dim"] = head_dim;
     if (static_cast<int64_t>(k.size()) != heads) {
       if (k.empty()) a["pruned"] = true;  // allows 0 heads
       YAML::Node orig(YAML::NodeType::Sequence);
@@ -281,7 +263,40 @@ ImportPlan plan_model(const json& j, const std::string& path, const std::string&
     g["attention"] = a;
     groups.push_back(g);
   }
-  m["layers"] = groups;
+  return groups;
+}
+
+// The model: block that is this BERT, from config.json.
+ImportPlan plan_model(const json& j, const std::string& path, const std::string& task_flag, const std::string& pooling) {
+  const JsonFields c{j, path};
+  ImportPlan p;
+  const std::string model_type = c.get<std::string>("model_type", "bert");
+  if (model_type != "bert") c.fail("model_type", "'" + model_type + "' is not BERT (only model_type bert imports)");
+  p.task = import_task(c, task_flag, p.notes);
+  p.classifier = p.task == "classification";
+  check_bert_features(c);
+
+  const int64_t d = c.positive("hidden_size"), layers = c.positive("num_hidden_layers"),
+                heads = c.positive("num_attention_heads");
+  if (d % heads != 0)
+    c.fail("num_attention_heads", std::to_string(heads) + " does not divide hidden_size " + std::to_string(d));
+  p.max_len = c.positive("max_position_embeddings");
+  p.segments = c.positive("type_vocab_size");
+  check_bert_size(c, d, layers, p.max_len);
+  if (p.classifier) p.labels = id2label_labels(c);
+
+  YAML::Node m;
+  m["type"] = p.classifier ? "encoder_classifier" : p.task == "span_qa" ? "encoder_span_qa" : "encoder_mlm";
+  m["d_model"] = d;
+  m["ffn_dim"] = c.positive("intermediate_size");
+  m["max_len"] = p.max_len;
+  m["segments"] = p.segments;
+  m["norm"] = "post";
+  m["layer_norm_eps"] = number(c.get<double>("layer_norm_eps", 1e-12));
+  m["dropout"] = number(c.get<double>("hidden_dropout_prob", 0.1));
+  m["attention_dropout"] = number(c.get<double>("attention_probs_dropout_prob", 0.1));
+  if (p.classifier) m["pooling"] = pooling;
+  m["layers"] = bert_layer_groups(c, layers, heads, d / heads);
   p.model = m;
   return p;
 }
@@ -399,103 +414,110 @@ std::string hf_bert_name(const std::string& headroom_name) {
   throw Error("'" + headroom_name + "' has no name in BERT's format");
 }
 
-std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
-  const fs::path dir(a.dir);
-  const std::string config_path = (dir / "config.json").string(), weights = (dir / "model.safetensors").string(),
-                    vocab_path = (dir / "vocab.txt").string();
-  HR_CHECK(fs::exists(config_path), a.dir + ": no config.json (not a Hugging Face model directory)");
-  if (!fs::exists(weights)) {
+namespace {
+
+// The three files an import needs; hr::Error naming the one missing (how to convert a pytorch_model.bin too).
+struct HfFiles {
+  std::string config, weights, vocab;
+};
+
+HfFiles hf_files(const std::string& hf_dir) {
+  const fs::path dir(hf_dir);
+  const HfFiles f{(dir / "config.json").string(), (dir / "model.safetensors").string(), (dir / "vocab.txt").string()};
+  HR_CHECK(fs::exists(f.config), hf_dir + ": no config.json (not a Hugging Face model directory)");
+  if (!fs::exists(f.weights)) {
     const std::string bin = (dir / "pytorch_model.bin").string();
     HR_CHECK(!fs::exists(bin),
-             a.dir + " holds pytorch_model.bin but no model.safetensors; convert it with\n  python -c \"import torch; "
+             hf_dir + " holds pytorch_model.bin but no model.safetensors; convert it with\n  python -c \"import torch; "
              "from safetensors.torch import save_file; save_file({k: v.clone().contiguous() for k, v in torch.load('" +
-                 bin + "', map_location='cpu').items()}, '" + weights + "', metadata={'format': 'pt'})\"");
-    throw Error(a.dir + ": no model.safetensors");
+                 bin + "', map_location='cpu').items()}, '" + f.weights + "', metadata={'format': 'pt'})\"");
+    throw Error(hf_dir + ": no model.safetensors");
   }
-  HR_CHECK(fs::exists(vocab_path), a.dir + ": no vocab.txt (headroom imports BERT's WordPiece tokenizer)");
-  if (fs::exists(a.out_dir + "/config.yaml")) throw UsageError(a.out_dir + " already holds a run; choose another --out");
+  HR_CHECK(fs::exists(f.vocab), hf_dir + ": no vocab.txt (headroom imports BERT's WordPiece tokenizer)");
+  return f;
+}
 
-  // the classifier's pooling: --pooling, else sentence-transformers' (mean or cls) when the directory has its
-  // pooling config, else BERT's pooler
-  const auto [st_pooling, st_note] = sentence_transformers_pooling(dir);
-  const std::string pooling = !a.pooling.empty() ? a.pooling : !st_pooling.empty() ? st_pooling : "cls_pooler";
-  const json config = read_json(config_path);
-  ImportPlan plan = plan_model(config, config_path, a.task, pooling);
-  if (!a.pooling.empty() && !plan.classifier)
-    throw UsageError("--pooling is the sequence classifier's; a span QA or MLM model has none");
-  std::vector<std::string> notes = plan.notes;
-  if (!st_note.empty()) notes.push_back(st_note + (plan.classifier ? ": the classifier uses pooling: " + pooling : ""));
-  if (const std::string sb = (dir / "sentence_bert_config.json").string(); fs::exists(sb)) {
-    const json j = read_json(sb);
-    if (j.is_object() && j.contains("max_seq_length") && j.at("max_seq_length").is_number_integer())
-      notes.push_back(sb + ": sentence-transformers truncates texts to " + j.at("max_seq_length").dump() +
-                      " tokens; the run keeps BERT's limit (--set data.max_seq_len=" + j.at("max_seq_length").dump() +
-                      " to match)");
-  }
-  const std::string tc = (dir / "tokenizer_config.json").string();
-  const TokenizerSettings tok = read_tokenizer_settings(tc, plan.max_len);
-  const Vocab vocab = Vocab::load(vocab_path);
-  if (config.contains("vocab_size") && !config.at("vocab_size").is_null()) {
-    const int64_t n = JsonFields{config, config_path}.positive("vocab_size");
-    HR_CHECK(n == vocab.size(), config_path + ": 'vocab_size' is " + std::to_string(n) + " but " + vocab_path +
-                                    " has " + std::to_string(vocab.size()) + " tokens (lines)");
-  }
-  const SafeTensorsFile f = read_safetensors(weights);
+// sentence-transformers' own limit on text length, said in a note: the run keeps BERT's.
+void note_sentence_bert_length(const fs::path& dir, std::vector<std::string>& notes) {
+  const std::string sb = (dir / "sentence_bert_config.json").string();
+  if (!fs::exists(sb)) return;
+  const json j = read_json(sb);
+  if (j.is_object() && j.contains("max_seq_length") && j.at("max_seq_length").is_number_integer())
+    notes.push_back(sb + ": sentence-transformers truncates texts to " + j.at("max_seq_length").dump() +
+                    " tokens; the run keeps BERT's limit (--set data.max_seq_len=" + j.at("max_seq_length").dump() +
+                    " to match)");
+}
+
+// vocab.txt has config.json's vocab_size tokens.
+void check_vocab_size(const json& config, const HfFiles& files, const Vocab& vocab) {
+  if (!config.contains("vocab_size") || config.at("vocab_size").is_null()) return;
+  const int64_t n = JsonFields{config, files.config}.positive("vocab_size");
+  HR_CHECK(n == vocab.size(), files.config + ": 'vocab_size' is " + std::to_string(n) + " but " + files.vocab +
+                                  " has " + std::to_string(vocab.size()) + " tokens (lines)");
+}
+
+// The token embeddings have a row for each token of vocab.txt.
+void check_embedding_rows(const SafeTensorsFile& f, const HfFiles& files, const Vocab& vocab, const std::string& task) {
   for (const auto& [name, t] : f.tensors)
-    if (map_hf_bert_name(name, plan.task).name == "embeddings.token" && !t.shape.empty())
-      HR_CHECK(t.shape[0] == vocab.size(), weights + ": '" + name + "' has " + std::to_string(t.shape[0]) +
-                                               " rows (token embeddings) but " + vocab_path + " has " +
+    if (map_hf_bert_name(name, task).name == "embeddings.token" && !t.shape.empty())
+      HR_CHECK(t.shape[0] == vocab.size(), files.weights + ": '" + name + "' has " + std::to_string(t.shape[0]) +
+                                               " rows (token embeddings) but " + files.vocab + " has " +
                                                std::to_string(vocab.size()) + " tokens (lines)");
-  if (const std::string n = checksum_note(weights, f); !n.empty()) notes.push_back(n);
+}
 
-  // A classifier without id2label: a trained one keeps transformers' default names (LABEL_<i>, which it leaves out
-  // of config.json); with none in the file (bert-base-uncased), the run holds no classifier and no labels.txt, and
-  // train.init_from initialises one for the training data's labels.
-  bool labels_from_data = false;
-  if (plan.classifier && plan.labels.empty()) {
-    for (const auto& [name, t] : f.tensors)
-      if (map_hf_bert_name(name, "classification").name == "classifier.bias" && t.shape.size() == 1)
-        for (int64_t i = 0; i < t.shape[0]; ++i) plan.labels.push_back("LABEL_" + std::to_string(i));
-    labels_from_data = plan.labels.empty();
-    if (!labels_from_data)
-      notes.push_back(config_path + " has no id2label: the classifier's " + std::to_string(plan.labels.size()) +
-                      " labels are LABEL_0.. as transformers names them");
-  }
+// A classifier without id2label: a trained one keeps transformers' default names (LABEL_<i>, which it leaves out
+// of config.json); with none in the file (bert-base-uncased), the run holds no classifier and no labels.txt, and
+// train.init_from initialises one for the training data's labels. Returns whether the labels come from the data.
+bool default_labels(ImportPlan& plan, const SafeTensorsFile& f, const std::string& config_path,
+                    std::vector<std::string>& notes) {
+  if (!plan.classifier || !plan.labels.empty()) return false;
+  for (const auto& [name, t] : f.tensors)
+    if (map_hf_bert_name(name, "classification").name == "classifier.bias" && t.shape.size() == 1)
+      for (int64_t i = 0; i < t.shape[0]; ++i) plan.labels.push_back("LABEL_" + std::to_string(i));
+  if (plan.labels.empty()) return true;
+  notes.push_back(config_path + " has no id2label: the classifier's " + std::to_string(plan.labels.size()) +
+                  " labels are LABEL_0.. as transformers names them");
+  return false;
+}
 
-  ModelDims dims;
-  dims.vocab_size = vocab.size();
-  dims.num_labels = labels_from_data ? 1 : static_cast<int64_t>(plan.labels.size());  // 1: left out of the run
-  if (plan.task == "mlm") dims.num_labels = 0;
-  dims.segments = plan.segments;
-  std::unique_ptr<EncoderModel> model = build_model(Config::parse(emit(plan.model), config_path), dims);
-
-  // every tensor of the file names a parameter, a buffer or an unused pretraining part; nothing else
+// Where each parameter's values are in the file, and the tensors the model does not use.
+struct TensorSources {
   std::map<std::string, std::string> source;  // headroom name -> tensor name in the file
   std::vector<std::string> unused, nsp;
   std::vector<std::pair<std::string, std::string>> tied;  // (tensor name in the file, the headroom name it copies)
+};
+
+// Every tensor of the file names a parameter, a buffer or an unused pretraining part; nothing else.
+TensorSources tensor_sources(const SafeTensorsFile& f, const std::string& task, const std::string& pooling,
+                             const std::string& weights) {
+  TensorSources s;
   for (const auto& [name, t] : f.tensors) {
-    HfBertName m = map_hf_bert_name(name, plan.task);
+    HfBertName m = map_hf_bert_name(name, task);
     if (m.kind == HfBertName::parameter && starts_with(m.name, "classifier.pooler.") && pooling != "cls_pooler")
       m = {HfBertName::unused, ""};  // BERT's pooler, and the classifier pools otherwise
-    if (m.kind == HfBertName::tied) tied.emplace_back(name, m.name);
+    if (m.kind == HfBertName::tied) s.tied.emplace_back(name, m.name);
     if (m.kind == HfBertName::unused)
-      (plan.task == "mlm" && name.find("cls.seq_relationship.") != std::string::npos ? nsp : unused).push_back(name);
+      (task == "mlm" && name.find("cls.seq_relationship.") != std::string::npos ? s.nsp : s.unused).push_back(name);
     if (m.kind != HfBertName::parameter && m.kind != HfBertName::unknown) continue;
     HR_CHECK(m.kind == HfBertName::parameter,
              weights + ": unexpected tensor '" + name + "' (not a parameter of BERT's encoder or of the " +
-                 head_title(plan.task) + " head)");
-    const auto [it, fresh] = source.emplace(m.name, name);
+                 head_title(task) + " head)");
+    const auto [it, fresh] = s.source.emplace(m.name, name);
     HR_CHECK(fresh, weights + ": '" + name + "' and '" + it->second + "' are the same parameter");
   }
-  // The MLM decoder is tied, as in transformers: a stored decoder weight must be the word embeddings and a stored
-  // decoder bias cls.predictions.bias (transformers 4.57 keeps the embeddings and cls.predictions.bias and silently
-  // drops a copy that differs; headroom refuses rather than guess which the checkpoint meant), and a decoder bias
-  // without cls.predictions.bias is the output bias.
-  for (const auto& [name, ours] : tied) {
-    const auto it = source.find(ours);
-    if (it == source.end()) {
-      if (ours == "mlm.bias") source.emplace(ours, name);
-      continue;  // no word embeddings: the missing-tensor error below names them
+  return s;
+}
+
+// The MLM decoder is tied, as in transformers: a stored decoder weight must be the word embeddings and a stored
+// decoder bias cls.predictions.bias (transformers 4.57 keeps the embeddings and cls.predictions.bias and silently
+// drops a copy that differs; headroom refuses rather than guess which the checkpoint meant), and a decoder bias
+// without cls.predictions.bias is the output bias.
+void check_tied(TensorSources& s, const SafeTensorsFile& f, const std::string& weights) {
+  for (const auto& [name, ours] : s.tied) {
+    const auto it = s.source.find(ours);
+    if (it == s.source.end()) {
+      if (ours == "mlm.bias") s.source.emplace(ours, name);
+      continue;  // no word embeddings: the missing-tensor error names them
     }
     const SafeTensor &copy = f.tensors.at(name), &original = f.tensors.at(it->second);
     HR_CHECK(copy.shape == original.shape && to_f32(copy) == to_f32(original),
@@ -505,46 +527,60 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
                                                      shape_str(original.shape)) +
                  "): BERT's masked-LM decoder is tied to it, and headroom's decodes with it");
   }
-  if (!nsp.empty())
-    notes.push_back(weights + ": the next-sentence head of BertForPreTraining (" + nsp.front() +
-                    (nsp.size() > 1 ? ", ..." : "") + ") is not used: headroom pretrains with the masked-LM task only");
-  if (!unused.empty())
-    notes.push_back(weights + ": " + std::to_string(unused.size()) + " tensors not used by this model (" +
-                    unused.front() + (unused.size() > 1 ? ", ..." : "") + ")");
+}
 
-  const std::string head = model->head().name();
+void note_unused(const TensorSources& s, const std::string& weights, std::vector<std::string>& notes) {
+  if (!s.nsp.empty())
+    notes.push_back(weights + ": the next-sentence head of BertForPreTraining (" + s.nsp.front() +
+                    (s.nsp.size() > 1 ? ", ..." : "") +
+                    ") is not used: headroom pretrains with the masked-LM task only");
+  if (!s.unused.empty())
+    notes.push_back(weights + ": " + std::to_string(s.unused.size()) + " tensors not used by this model (" +
+                    s.unused.front() + (s.unused.size() > 1 ? ", ..." : "") + ")");
+}
+
+// Copies each parameter from its tensor. A head the file does not have is initialised and said in a note; with the
+// labels from the data it is left out of the run's checkpoints (the returned names).
+std::set<std::string> copy_parameters(EncoderModel& model, TensorSources& s, const SafeTensorsFile& f,
+                                      const HfFiles& files, const std::string& task, bool labels_from_data,
+                                      std::vector<std::string>& notes) {
+  const std::string head = model.head().name();
   std::vector<std::string> initialised;
-  std::set<std::string> left_out;  // headroom names of the parameters the run's checkpoints leave to train.init_from
-  for (auto& [name, param] : model->named_parameters()) {
-    auto it = source.find(name);
-    if (it == source.end()) {
-      HR_CHECK(starts_with(name, head + "."), weights + ": tensor '" + hf_bert_name(name) + "' is missing");
+  std::set<std::string> left_out;
+  for (auto& [name, param] : model.named_parameters()) {
+    auto it = s.source.find(name);
+    if (it == s.source.end()) {
+      HR_CHECK(starts_with(name, head + "."), files.weights + ": tensor '" + hf_bert_name(name) + "' is missing");
       initialised.push_back(hf_bert_name(name));
       if (labels_from_data) left_out.insert(name);
       continue;
     }
     const SafeTensor& t = f.tensors.at(it->second);
-    HR_CHECK(t.shape == param.shape(), weights + ": '" + it->second + "' has shape " + shape_str(t.shape) + ", " +
-                                           config_path + " makes it " + shape_str(param.shape()));
+    HR_CHECK(t.shape == param.shape(), files.weights + ": '" + it->second + "' has shape " + shape_str(t.shape) +
+                                           ", " + files.config + " makes it " + shape_str(param.shape()));
     param.copy_from(Tensor::from_vector(to_f32(t), param.shape(), Device::CPU));
-    source.erase(it);
+    s.source.erase(it);
   }
-  for (const auto& [ours, name] : source)  // mapped, but no such parameter: e.g. a layer beyond num_hidden_layers
-    throw Error(weights + ": unexpected tensor '" + name + "' (" + config_path + " has no place for it)");
-  if (!initialised.empty()) {
-    std::string list;
-    for (const auto& n : initialised) list += (list.empty() ? "" : ", ") + n;
-    if (labels_from_data)
-      notes.push_back(weights + " has no sequence classifier and " + config_path + " no labels (id2label): the run " +
-                      "leaves out " + list + ", which `train --set train.init_from=...` initialises for the " +
-                      "training data's labels");
-    else
-      notes.push_back(weights + " has no " + head_title(plan.task) + " head: initialised (" + list + ")");
-  }
+  for (const auto& [ours, name] : s.source)  // mapped, but no such parameter: e.g. a layer beyond num_hidden_layers
+    throw Error(files.weights + ": unexpected tensor '" + name + "' (" + files.config + " has no place for it)");
+  if (initialised.empty()) return left_out;
+  std::string list;
+  for (const auto& n : initialised) list += (list.empty() ? "" : ", ") + n;
+  if (labels_from_data)
+    notes.push_back(files.weights + " has no sequence classifier and " + files.config + " no labels (id2label): the " +
+                    "run leaves out " + list + ", which `train --set train.init_from=...` initialises for the " +
+                    "training data's labels");
+  else
+    notes.push_back(files.weights + " has no " + head_title(task) + " head: initialised (" + list + ")");
+  return left_out;
+}
 
+// The imported run's config.yaml: the model, BERT's tokenizer settings, its task's data keys and BERT's usual
+// fine-tuning.
+YAML::Node imported_run_config(const ImportPlan& plan, const TokenizerSettings& tok, const std::string& out_dir) {
   YAML::Node root;
   root["model"] = plan.model;
-  root["tokenizer"]["vocab"] = fs::absolute(fs::path(a.out_dir) / "vocab.txt").lexically_normal().string();
+  root["tokenizer"]["vocab"] = fs::absolute(fs::path(out_dir) / "vocab.txt").lexically_normal().string();
   root["tokenizer"]["lower_case"] = tok.lower_case;
   if (tok.strip_accents) root["tokenizer"]["strip_accents"] = *tok.strip_accents;
   root["data"]["task"] = plan.classifier ? "classification" : plan.task == "span_qa" ? "squad" : "mlm";
@@ -556,9 +592,49 @@ std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
   root["train"]["epochs"] = 2;
   root["train"]["batch_size"] = 32;
   root["train"]["warmup"] = number(0.1);
+  return root;
+}
+
+}  // namespace
+
+std::vector<std::string> import_hf_bert(const HfImportArgs& a) {
+  const HfFiles files = hf_files(a.dir);
+  require_new_or_empty_dir(a.out_dir);
+  // the classifier's pooling: --pooling, else sentence-transformers' (mean or cls) when the directory has its
+  // pooling config, else BERT's pooler
+  const auto [st_pooling, st_note] = sentence_transformers_pooling(a.dir);
+  const std::string pooling = !a.pooling.empty() ? a.pooling : !st_pooling.empty() ? st_pooling : "cls_pooler";
+  const json config = read_json(files.config);
+  ImportPlan plan = plan_model(config, files.config, a.task, pooling);
+  if (!a.pooling.empty() && !plan.classifier)
+    throw UsageError("--pooling is the sequence classifier's; a span QA or MLM model has none");
+  std::vector<std::string> notes = plan.notes;
+  if (!st_note.empty()) notes.push_back(st_note + (plan.classifier ? ": the classifier uses pooling: " + pooling : ""));
+  note_sentence_bert_length(a.dir, notes);
+  const TokenizerSettings tok = read_tokenizer_settings((fs::path(a.dir) / "tokenizer_config.json").string(),
+                                                        plan.max_len);
+  const Vocab vocab = Vocab::load(files.vocab);
+  check_vocab_size(config, files, vocab);
+  const SafeTensorsFile f = read_safetensors(files.weights);
+  check_embedding_rows(f, files, vocab, plan.task);
+  if (const std::string n = checksum_note(files.weights, f); !n.empty()) notes.push_back(n);
+  const bool labels_from_data = default_labels(plan, f, files.config, notes);
+
+  ModelDims dims;
+  dims.vocab_size = vocab.size();
+  dims.num_labels = labels_from_data ? 1 : static_cast<int64_t>(plan.labels.size());  // 1: left out of the run
+  if (plan.task == "mlm") dims.num_labels = 0;
+  dims.segments = plan.segments;
+  std::unique_ptr<EncoderModel> model = build_model(Config::parse(emit(plan.model), files.config), dims);
+  TensorSources sources = tensor_sources(f, plan.task, pooling, files.weights);
+  check_tied(sources, f, files.weights);
+  note_unused(sources, files.weights, notes);
+  const std::set<std::string> left_out =
+      copy_parameters(*model, sources, f, files, plan.task, labels_from_data, notes);
 
   fs::create_directories(a.out_dir);
-  write_file_atomically(a.out_dir + "/config.yaml", [&](std::ostream& o) { o << emit(root) << "\n"; });
+  write_file_atomically(a.out_dir + "/config.yaml",
+                        [&](std::ostream& o) { o << emit(imported_run_config(plan, tok, a.out_dir)) << "\n"; });
   vocab.save(a.out_dir + "/vocab.txt");
   if (plan.classifier && !labels_from_data)
     write_file_atomically(a.out_dir + "/labels.txt", [&](std::ostream& o) {
@@ -595,74 +671,88 @@ void check_export_dir(const HfExportArgs& a) {
   if (run)
     throw UsageError("--out " + a.out_dir + " is a headroom run directory: export-hf never writes into one (not even "
                      "with --force); choose a new directory");
-  if (fs::is_empty(out, ec) || a.force) return;
-  const std::string first = fs::directory_iterator(out)->path().filename().string();
-  throw UsageError("--out " + a.out_dir + " is not empty (it holds '" + first + "'" + "): choose a new or empty "
-                   "directory, or add --force to replace config.json, model.safetensors, vocab.txt and "
-                   "tokenizer_config.json in it");
+  if (!a.force)
+    require_new_or_empty_dir(a.out_dir, ", or add --force to replace config.json, model.safetensors, vocab.txt and "
+                                        "tokenizer_config.json in it");
 }
 
-}  // namespace
-
-void export_hf_bert(const HfExportArgs& a) {
-  check_export_dir(a);
-  LoadedRun run = load_run(a.run_dir, a.which, /*load_data=*/false);
-  const EncoderModel& model = *run.model;
-  const std::string& r = a.run_dir;
-  const YAML::Node m = YAML::Load(run.config.root.child("model").dump());
-  const bool classifier = model.type() == "encoder_classifier", mlm = model.type() == "encoder_mlm";
-  HR_CHECK(classifier || mlm || model.type() == "encoder_span_qa",
+// What BERT's config.json cannot say: another head, pre-LN, a classifier without the pooler, no segment embeddings.
+void check_bert_head(const EncoderModel& model, const YAML::Node& m, const std::string& r) {
+  const bool classifier = model.type() == "encoder_classifier";
+  HR_CHECK(classifier || model.type() == "encoder_mlm" || model.type() == "encoder_span_qa",
            r + ": model.type " + model.type() + " has no BERT head (encoder_classifier, encoder_span_qa or "
                                                 "encoder_mlm)");
   HR_CHECK((m["norm"] ? m["norm"].as<std::string>() : "pre") == "post", r + ": a pre-LN model is not BERT (norm: post)");
   HR_CHECK(!classifier || (m["pooling"] && m["pooling"].as<std::string>() == "cls_pooler"),
            r + ": BERT's sequence classifier needs the pooler (pooling: cls_pooler)");
   HR_CHECK(model.segments() > 0, r + ": the model has no segment embeddings, which BERT has (model.segments)");
+}
 
-  // BERT numbers heads by the unpruned layer of d_model / head_dim heads; pruned_heads lists the removed ones
-  const int64_t D = model.d_model(), Dh = bert_attention(model, 0, r).head_dim();
-  HR_CHECK(D % Dh == 0, r + ": head_dim " + std::to_string(Dh) + " does not divide d_model " + std::to_string(D) +
-                            ": BERT's head size is hidden / heads");
-  const int64_t N = D / Dh, ffn = dynamic_cast<const EncoderLayer&>(model.layer(0)).ffn.in.weight.dim(0);
-  json pruned = json::object();
-  for (size_t i = 0; i < model.num_layers(); ++i) {
-    const MultiHeadAttention& attn = bert_attention(model, i, r);
-    const std::string where = r + ": layer " + std::to_string(i) + " ";
-    HR_CHECK(attn.head_dim() == Dh, where + "has head_dim " + std::to_string(attn.head_dim()) + " and layer 0 " +
-                                        std::to_string(Dh) + ": BERT's head size is hidden / heads in every layer");
-    HR_CHECK(dynamic_cast<const EncoderLayer&>(model.layer(i)).ffn.in.weight.dim(0) == ffn,
-             where + "has another ffn_dim than layer 0: BERT has one intermediate_size");
-    HR_CHECK(attn.num_heads() > 0, where + "has no heads left, which transformers cannot load (all heads pruned)");
-    const std::vector<int64_t>& kept = attn.options().original_heads;
-    if (kept.empty()) {
-      HR_CHECK(attn.num_heads() == N, where + "has " + std::to_string(attn.num_heads()) + " heads of " +
-                                          std::to_string(Dh) + ", and hidden / head_dim = " + std::to_string(N) +
-                                          ": BERT's head size is hidden / heads (attention.original_heads would "
-                                          "say which heads were pruned)");
-      continue;
-    }
-    HR_CHECK(kept.back() < N, where + "names original head " + std::to_string(kept.back()) + " of " +
-                                  std::to_string(N));
-    json removed = json::array();
-    for (int64_t h = 0; h < N; ++h)
-      if (!std::binary_search(kept.begin(), kept.end(), h)) removed.push_back(h);
-    if (!removed.empty()) pruned[std::to_string(i)] = removed;
+// What every layer of a BERT shares, and the heads pruning removed from each.
+struct BertShape {
+  int64_t hidden = 0, heads = 0, ffn = 0;  // hidden_size, num_attention_heads (unpruned), intermediate_size
+  json pruned_heads = json::object();      // {"layer": [original indices of the removed heads]}
+};
+
+// Layer i's removed heads (by their original index; none for an unpruned layer), or an error naming what in the layer
+// BERT cannot express.
+json removed_heads(const EncoderModel& model, size_t i, const BertShape& s, const std::string& r) {
+  const MultiHeadAttention& attn = bert_attention(model, i, r);
+  const int64_t Dh = s.hidden / s.heads;
+  const std::string where = r + ": layer " + std::to_string(i) + " ";
+  HR_CHECK(attn.head_dim() == Dh, where + "has head_dim " + std::to_string(attn.head_dim()) + " and layer 0 " +
+                                      std::to_string(Dh) + ": BERT's head size is hidden / heads in every layer");
+  HR_CHECK(dynamic_cast<const EncoderLayer&>(model.layer(i)).ffn.in.weight.dim(0) == s.ffn,
+           where + "has another ffn_dim than layer 0: BERT has one intermediate_size");
+  HR_CHECK(attn.num_heads() > 0, where + "has no heads left, which transformers cannot load (all heads pruned)");
+  const std::vector<int64_t>& kept = attn.options().original_heads;
+  json removed = json::array();
+  if (kept.empty()) {
+    HR_CHECK(attn.num_heads() == s.heads, where + "has " + std::to_string(attn.num_heads()) + " heads of " +
+                                              std::to_string(Dh) + ", and hidden / head_dim = " +
+                                              std::to_string(s.heads) + ": BERT's head size is hidden / heads " +
+                                              "(attention.original_heads would say which heads were pruned)");
+    return removed;
   }
+  HR_CHECK(kept.back() < s.heads, where + "names original head " + std::to_string(kept.back()) + " of " +
+                                      std::to_string(s.heads));
+  for (int64_t h = 0; h < s.heads; ++h)
+    if (!std::binary_search(kept.begin(), kept.end(), h)) removed.push_back(h);
+  return removed;
+}
 
+// BERT numbers heads by the unpruned layer of d_model / head_dim heads; pruned_heads lists the removed ones.
+BertShape bert_shape(const EncoderModel& model, const std::string& r) {
+  BertShape s;
+  s.hidden = model.d_model();
+  const int64_t Dh = bert_attention(model, 0, r).head_dim();
+  HR_CHECK(s.hidden % Dh == 0, r + ": head_dim " + std::to_string(Dh) + " does not divide d_model " +
+                                   std::to_string(s.hidden) + ": BERT's head size is hidden / heads");
+  s.heads = s.hidden / Dh;
+  s.ffn = dynamic_cast<const EncoderLayer&>(model.layer(0)).ffn.in.weight.dim(0);
+  for (size_t i = 0; i < model.num_layers(); ++i)
+    if (json removed = removed_heads(model, i, s, r); !removed.empty()) s.pruned_heads[std::to_string(i)] = removed;
+  return s;
+}
+
+// config.json: the architecture with its head, the sizes, the dropouts, and a classifier's labels.
+json bert_config(const LoadedRun& run, const YAML::Node& m, const BertShape& s) {
+  const EncoderModel& model = *run.model;
+  const bool classifier = model.type() == "encoder_classifier", mlm = model.type() == "encoder_mlm";
   const char* architecture = classifier ? "BertForSequenceClassification"
                              : mlm      ? "BertForMaskedLM"
                                         : "BertForQuestionAnswering";
+  const double dropout = m["dropout"] ? m["dropout"].as<double>() : 0.1;
   json c = {{"architectures", {architecture}},
             {"model_type", "bert"},
             {"vocab_size", run.tokenizer->vocab().size()},
-            {"hidden_size", D},
+            {"hidden_size", s.hidden},
             {"num_hidden_layers", model.num_layers()},
-            {"num_attention_heads", N},
-            {"intermediate_size", ffn},
+            {"num_attention_heads", s.heads},
+            {"intermediate_size", s.ffn},
             {"hidden_act", "gelu"},
-            {"hidden_dropout_prob", m["dropout"] ? m["dropout"].as<double>() : 0.1},
-            {"attention_probs_dropout_prob",
-             m["attention_dropout"] ? m["attention_dropout"].as<double>() : m["dropout"] ? m["dropout"].as<double>() : 0.1},
+            {"hidden_dropout_prob", dropout},
+            {"attention_probs_dropout_prob", m["attention_dropout"] ? m["attention_dropout"].as<double>() : dropout},
             {"max_position_embeddings", model.max_len()},
             {"type_vocab_size", model.segments()},
             {"initializer_range", 0.02},
@@ -670,7 +760,7 @@ void export_hf_bert(const HfExportArgs& a) {
             {"pad_token_id", run.tokenizer->vocab().pad_id()},
             {"position_embedding_type", "absolute"},
             {"torch_dtype", "float32"}};
-  if (!pruned.empty()) c["pruned_heads"] = pruned;
+  if (!s.pruned_heads.empty()) c["pruned_heads"] = s.pruned_heads;
   // the decoder is the word embeddings (transformers' default, said as BertForMaskedLM checkpoints say it); its
   // weight and bias (cls.predictions.bias) are not written again, as save_pretrained leaves them out
   if (mlm) c["tie_word_embeddings"] = true;
@@ -681,24 +771,46 @@ void export_hf_bert(const HfExportArgs& a) {
       c["label2id"][labels[i]] = i;
     }
   }
+  return c;
+}
 
+// tokenizer_config.json: the run's tokenizer settings as BertTokenizer names them.
+json bert_tokenizer_config(const LoadedRun& run) {
+  const RunConfig& rc = run.config;
+  json tok = {{"do_lower_case", rc.tokenizer.lower_case},
+              {"strip_accents", nullptr},
+              {"tokenize_chinese_chars", true},
+              {"model_max_length", rc.data.max_seq_len > 0 ? rc.data.max_seq_len : run.model->max_len()},
+              {"tokenizer_class", "BertTokenizer"}};
+  if (rc.tokenizer.strip_accents) tok["strip_accents"] = *rc.tokenizer.strip_accents;
+  return tok;
+}
+
+// model.safetensors: every parameter under its BERT name.
+SafeTensorsFile bert_weights(const EncoderModel& model) {
   SafeTensorsFile f;
   f.metadata["format"] = "pt";  // transformers loads safetensors files that say they hold PyTorch tensors
   for (const auto& [name, t] : model.named_parameters()) {
     const std::vector<float> v = t.to_vector();
     f.tensors[hf_bert_name(name)] = from_f32(t.shape(), v.data());
   }
+  return f;
+}
+
+}  // namespace
+
+void export_hf_bert(const HfExportArgs& a) {
+  check_export_dir(a);
+  LoadedRun run = load_run(a.run_dir, a.which, /*load_data=*/false);
+  const YAML::Node m = YAML::Load(run.config.root.child("model").dump());
+  check_bert_head(*run.model, m, a.run_dir);
+  const json config = bert_config(run, m, bert_shape(*run.model, a.run_dir));
   fs::create_directories(a.out_dir);
-  write_safetensors(a.out_dir + "/model.safetensors", f);
+  write_safetensors(a.out_dir + "/model.safetensors", bert_weights(*run.model));
   run.tokenizer->vocab().save(a.out_dir + "/vocab.txt");
-  json tok = {{"do_lower_case", run.config.tokenizer.lower_case},
-              {"strip_accents", nullptr},
-              {"tokenize_chinese_chars", true},
-              {"model_max_length", run.config.data.max_seq_len > 0 ? run.config.data.max_seq_len : model.max_len()},
-              {"tokenizer_class", "BertTokenizer"}};
-  if (run.config.tokenizer.strip_accents) tok["strip_accents"] = *run.config.tokenizer.strip_accents;
+  const json tok = bert_tokenizer_config(run);
   write_file_atomically(a.out_dir + "/tokenizer_config.json", [&](std::ostream& o) { o << tok.dump(2) << "\n"; });
-  write_file_atomically(a.out_dir + "/config.json", [&](std::ostream& o) { o << c.dump(2) << "\n"; });
+  write_file_atomically(a.out_dir + "/config.json", [&](std::ostream& o) { o << config.dump(2) << "\n"; });
 }
 
 }  // namespace hr

@@ -50,8 +50,8 @@ struct HfImportArgs {
 // positions) data.max_seq_len. hr::Error naming the file and the key or tensor for anything BERT-shaped that
 // headroom cannot express (a tokenizer setting included: tokenize_chinese_chars or do_basic_tokenize false,
 // never_split, another tokenizer_class), for a vocab.txt whose line count is not config.json's vocab_size or the
-// token embedding's rows, and for every unknown, missing or mis-shaped tensor; UsageError when out_dir already holds
-// a run. An MLM import (model.type encoder_mlm) takes cls.predictions.transform.* and cls.predictions.bias as the
+// token embedding's rows, and for every unknown, missing or mis-shaped tensor; UsageError when out_dir exists and is
+// not an empty directory (require_new_or_empty_dir). An MLM import (model.type encoder_mlm) takes cls.predictions.transform.* and cls.predictions.bias as the
 // head; the decoder is the word embeddings: cls.predictions.decoder.weight, when present, must equal them and
 // cls.predictions.decoder.bias cls.predictions.bias (standing in for it when that is absent); a difference is an
 // error naming the tensor and the file. cls.seq_relationship.* (BertForPreTraining's next-sentence head) is said

@@ -97,6 +97,19 @@ class Canvas {
   std::unique_ptr<cairo_t, ContextFree> cr_;
 };
 
+// A figure checked, laid out and drawn on a canvas of its layout's size: what every figure's PNG, written or
+// returned, goes through. `where` (the path, or the figure's title) names it in errors.
+template <class Figure, class Layout>
+Canvas figure_canvas(const Figure& figure, const std::string& where,
+                     void (*check)(const Figure&, const std::string&), Layout (*lay_out)(const Figure&),
+                     void (*draw)(Canvas&, const Figure&, const Layout&)) {
+  check(figure, where);
+  const Layout l = lay_out(figure);
+  Canvas canvas(where, l.width, l.height);
+  draw(canvas, figure, l);
+  return canvas;
+}
+
 void set_color(cairo_t* cr, Rgb c) { cairo_set_source_rgb(cr, c.r, c.g, c.b); }
 
 double text_width(cairo_t* cr, const std::string& s) {
@@ -498,21 +511,20 @@ void draw_line_plot(Canvas& canvas, const LinePlot& plot) {
   draw_legend(cr, plot, frame);
 }
 
-}  // namespace
-
-void write_line_plot_png(const std::string& path, const LinePlot& plot) {
-  check_line_plot(plot, path);
-  Canvas canvas(path, plot.width, plot.height);
-  draw_line_plot(canvas, plot);
-  canvas.save(path);
-}
-
-std::string line_plot_png(const LinePlot& plot) {
-  const std::string where = "line plot '" + plot.title + "'";
+// The plot checked and drawn on a canvas of its size; `where` names it in errors.
+Canvas line_plot_canvas(const LinePlot& plot, const std::string& where) {
   check_line_plot(plot, where);
   Canvas canvas(where, plot.width, plot.height);
   draw_line_plot(canvas, plot);
-  return canvas.png();
+  return canvas;
+}
+
+}  // namespace
+
+void write_line_plot_png(const std::string& path, const LinePlot& plot) { line_plot_canvas(plot, path).save(path); }
+
+std::string line_plot_png(const LinePlot& plot) {
+  return line_plot_canvas(plot, "line plot '" + plot.title + "'").png();
 }
 
 // ---- heatmap grid
@@ -637,23 +649,16 @@ void draw_heatmap_grid(Canvas& canvas, const HeatmapGrid& g, const HeatmapGridLa
   draw_color_bar(canvas, l.width - kGridMargin - kGridColorBarWidth + 16, bar_top, bar_height, lo, hi);
 }
 
-}  // namespace
-
-void write_heatmap_grid_png(const std::string& path, const HeatmapGrid& g) {
-  check_grid(g, path);
-  const HeatmapGridLayout l = grid_layout(g);
-  Canvas canvas(path, l.width, l.height);
-  draw_heatmap_grid(canvas, g, l);
-  canvas.save(path);
+Canvas heatmap_grid_canvas(const HeatmapGrid& g, const std::string& where) {
+  return figure_canvas(g, where, check_grid, grid_layout, draw_heatmap_grid);
 }
 
+}  // namespace
+
+void write_heatmap_grid_png(const std::string& path, const HeatmapGrid& g) { heatmap_grid_canvas(g, path).save(path); }
+
 std::string heatmap_grid_png(const HeatmapGrid& g) {
-  const std::string where = "heatmap grid '" + g.title + "'";
-  check_grid(g, where);
-  const HeatmapGridLayout l = grid_layout(g);
-  Canvas canvas(where, l.width, l.height);
-  draw_heatmap_grid(canvas, g, l);
-  return canvas.png();
+  return heatmap_grid_canvas(g, "heatmap grid '" + g.title + "'").png();
 }
 
 // ---- value table
@@ -727,23 +732,18 @@ void draw_value_heatmap(Canvas& canvas, const ValueHeatmap& t, const ValueHeatma
                  std::min<int>(320, static_cast<int>(t.rows) * kTableCellHeight), t.lo, t.hi);
 }
 
+Canvas value_heatmap_canvas(const ValueHeatmap& t, const std::string& where) {
+  return figure_canvas(t, where, check_table, table_layout, draw_value_heatmap);
+}
+
 }  // namespace
 
 void write_value_heatmap_png(const std::string& path, const ValueHeatmap& t) {
-  check_table(t, path);
-  const ValueHeatmapLayout l = table_layout(t);
-  Canvas canvas(path, l.width, l.height);
-  draw_value_heatmap(canvas, t, l);
-  canvas.save(path);
+  value_heatmap_canvas(t, path).save(path);
 }
 
 std::string value_heatmap_png(const ValueHeatmap& t) {
-  const std::string where = "value heatmap '" + t.title + "'";
-  check_table(t, where);
-  const ValueHeatmapLayout l = table_layout(t);
-  Canvas canvas(where, l.width, l.height);
-  draw_value_heatmap(canvas, t, l);
-  return canvas.png();
+  return value_heatmap_canvas(t, "value heatmap '" + t.title + "'").png();
 }
 
 // ---- values over time
@@ -856,12 +856,8 @@ TimeHeatmapLayout time_heatmap_layout(const TimeHeatmap& map) {
 }
 
 std::string time_heatmap_png(const TimeHeatmap& map) {
-  const std::string where = "time heatmap '" + map.title + "'";
-  check_time_heatmap(map, where);
-  const TimeHeatmapLayout l = time_layout(map);
-  Canvas canvas(where, l.width, l.height);
-  draw_time_heatmap(canvas, map, l);
-  return canvas.png();
+  return figure_canvas(map, "time heatmap '" + map.title + "'", check_time_heatmap, time_layout, draw_time_heatmap)
+      .png();
 }
 
 }  // namespace hr

@@ -10,6 +10,7 @@
 #include "framework/atomic_file.h"
 #include "kernels/base/error.h"
 #include "train/run/checkpoint.h"
+#include "train/run/new_out_dir.h"
 #include "train/run/trainer.h"
 
 namespace fs = std::filesystem;
@@ -26,7 +27,7 @@ void write_text(const std::string& path, const std::string& text) {
 
 int prune_command(const PruneArgs& args) {
   const std::string out_dir = args.out_dir.empty() ? args.run_dir + "-pruned" : args.out_dir;
-  HR_CHECK(!fs::exists(out_dir + "/config.yaml"), out_dir + " already holds a run; choose another --out");
+  require_new_or_empty_dir(out_dir);
   LoadedRun run = load_run(args.run_dir, args.which);
   HeadScores importance;
   if (args.options.by == "importance") {

@@ -17,7 +17,8 @@ struct PruneArgs {
 };
 
 // Writes a run directory (config.yaml, vocab.txt, labels.txt, checkpoint-best.safetensors without optimizer state,
-// prune.json) that `headroom eval` and `train.init_from` accept.
+// prune.json) that `headroom eval` and `train.init_from` accept. UsageError, before anything is read or written, when
+// the output directory exists and is not empty (require_new_or_empty_dir).
 int prune_command(const PruneArgs& args);
 
 }  // namespace hr

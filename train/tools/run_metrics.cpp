@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "kernels/base/error.h"
+#include "train/data/json_line.h"
 
 namespace hr {
 
@@ -45,7 +46,7 @@ RunMetrics read_run_metrics(const std::string& path) {
     at = torn ? text.size() : end + 1;
     if (line.empty()) continue;
     const std::string where = path + ":" + std::to_string(line_no);
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const nlohmann::json j = parse_json_line(line).value;
     if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) {
       if (torn) {
         m.note = where + ": a torn last line (the run was killed while writing it) is ignored";

@@ -338,33 +338,29 @@ std::string best_text(const RunMetrics& m, const std::string& name) {
   return best ? "best " + metric_value(best->metrics.at(name)) + " at step " + std::to_string(best->step) : "";
 }
 
-std::vector<Figure> run_curves(const RunView& v) {
-  const RunMetrics& m = v.metrics;
-  std::vector<Figure> out;
-  const std::vector<double> steps = steps_of_train(m);
-  const int log_every = v.rc ? static_cast<int>(v.rc->train.log_every) : 0;
-  const std::string logged = log_every > 1 ? "each point the mean of " + std::to_string(log_every) + " steps" : "";
-
-  // training loss, raw and smoothed
-  {
-    const std::vector<double> loss = train_values(m, [](const TrainRow& r) { return r.loss; });
-    const int window = smoothing_window(loss.size());
-    LinePlot p = small_plot("training loss", kStepAxis, "loss (nats)", window > 1);
-    PlotSeries raw{window > 1 ? "logged" : "loss", steps, loss, {}};
-    raw.markers = loss.size() <= 30;
-    if (window > 1) raw.opacity = 0.3, raw.line_width = 1.2;
-    p.series.push_back(raw);
-    if (window > 1) {
-      PlotSeries s{"smoothed", steps, smooth(loss, window), {}};
-      s.markers = false;
-      s.color = 0;
-      p.series.push_back(s);
-    }
-    add_figure(out, p, "Training loss of the logged steps" + (logged.empty() ? "" : " (" + logged + ")") +
-                           (window > 1 ? "; the smoothed curve is the mean of the " +
-                                             std::to_string(window) + " points around each." : "."));
+// Training loss, raw and smoothed.
+void add_loss_figure(std::vector<Figure>& out, const RunMetrics& m, const std::vector<double>& steps,
+                     const std::string& logged) {
+  const std::vector<double> loss = train_values(m, [](const TrainRow& r) { return r.loss; });
+  const int window = smoothing_window(loss.size());
+  LinePlot p = small_plot("training loss", kStepAxis, "loss (nats)", window > 1);
+  PlotSeries raw{window > 1 ? "logged" : "loss", steps, loss, {}};
+  raw.markers = loss.size() <= 30;
+  if (window > 1) raw.opacity = 0.3, raw.line_width = 1.2;
+  p.series.push_back(raw);
+  if (window > 1) {
+    PlotSeries s{"smoothed", steps, smooth(loss, window), {}};
+    s.markers = false;
+    s.color = 0;
+    p.series.push_back(s);
   }
-  // every evaluation metric, one plot each
+  add_figure(out, p, "Training loss of the logged steps" + (logged.empty() ? "" : " (" + logged + ")") +
+                         (window > 1 ? "; the smoothed curve is the mean of the " +
+                                           std::to_string(window) + " points around each." : "."));
+}
+
+// Every evaluation metric that changes, one plot each.
+void add_eval_figures(std::vector<Figure>& out, const RunMetrics& m) {
   for (const std::string& name : eval_metric_names(m)) {
     PlotSeries s = eval_series(m, name, false);
     if (constant_series(s.y)) continue;
@@ -377,77 +373,94 @@ std::vector<Figure> run_curves(const RunView& v) {
                            (best.empty() ? "." : "; " + best + ".") +
                            (name == m.primary() ? " This metric picks checkpoint-best." : ""));
   }
-  // learning rate
-  {
-    LinePlot p = small_plot("learning rate", kStepAxis, "learning rate", false);
-    PlotSeries s{"lr", steps, train_values(m, [](const TrainRow& r) { return r.lr; }), {}};
-    s.markers = steps.size() <= 30;
-    p.series.push_back(s);
-    add_figure(out, p, "The schedule's learning rate at each logged step" +
-                           (v.rc ? " (" + v.rc->train.schedule + " decay after warm-up)." : "."));
+}
+
+// A logged training value against the steps, with its caption.
+void add_step_figure(std::vector<Figure>& out, const std::string& title, const std::string& y_label,
+                     PlotSeries s, const std::string& caption) {
+  LinePlot p = small_plot(title, kStepAxis, y_label, false);
+  s.markers = s.x.size() <= 30;
+  p.series.push_back(s);
+  add_figure(out, p, caption);
+}
+
+// The gradient's norm, mean and largest over each logged window, with the clipping threshold.
+void add_grad_norm_figure(std::vector<Figure>& out, const RunView& v, const std::vector<double>& steps,
+                          int log_every) {
+  const RunMetrics& m = v.metrics;
+  LinePlot p = small_plot("gradient norm", kStepAxis, "global L2 norm before clipping", true);
+  PlotSeries mean{"mean", steps, train_values(m, [](const TrainRow& r) { return r.grad_norm; }), {}};
+  PlotSeries max{"max", steps, train_values(m, [](const TrainRow& r) { return r.grad_norm_max; }), {}};
+  mean.markers = max.markers = steps.size() <= 30;
+  max.opacity = 0.5;
+  p.series = {mean, max};
+  if (v.rc && v.rc->train.clip > 0 && !steps.empty()) {
+    PlotSeries clip{"clip " + number(v.rc->train.clip), {steps.front(), steps.back()},
+                    {v.rc->train.clip, v.rc->train.clip}, {}};
+    clip.markers = false;
+    clip.color = 7;  // grey
+    clip.line_width = 1;
+    p.series.push_back(clip);
   }
-  // training speed
-  {
-    LinePlot p = small_plot("training speed", kStepAxis, "tokens per second", false);
-    PlotSeries s{"tokens/s", steps, train_values(m, [](const TrainRow& r) { return r.tokens_per_s; }), {}};
-    s.markers = steps.size() <= 30;
-    p.series.push_back(s);
-    add_figure(out, p, "Real (unpadded) tokens trained on per second of training, evaluations excluded; median " +
-                           number(median(s.y)) + " tokens/s.");
+  if (has_points(LinePlot{"", "", "", {mean, max}}))
+    add_figure(out, p, "The gradient's global norm before clipping: the mean and the largest over the steps of " +
+                           std::string(log_every > 1 ? "each logged window" : "each logged step") +
+                           "; above the clip line the update was scaled down.");
+}
+
+// Steps skipped for a non-finite loss or gradient, counted as they came.
+void add_skipped_figure(std::vector<Figure>& out, const RunMetrics& m) {
+  if (m.skipped.empty()) return;
+  LinePlot p = small_plot("skipped steps", kStepAxis, "skipped steps so far", false);
+  PlotSeries s{"skipped", {}, {}, {}};
+  for (size_t i = 0; i < m.skipped.size(); ++i) {
+    s.x.push_back(static_cast<double>(m.skipped[i]));
+    s.y.push_back(static_cast<double>(i + 1));
   }
-  // gradient norm, with the clipping threshold
-  {
-    LinePlot p = small_plot("gradient norm", kStepAxis, "global L2 norm before clipping", true);
-    PlotSeries mean{"mean", steps, train_values(m, [](const TrainRow& r) { return r.grad_norm; }), {}};
-    PlotSeries max{"max", steps, train_values(m, [](const TrainRow& r) { return r.grad_norm_max; }), {}};
-    mean.markers = max.markers = steps.size() <= 30;
-    max.opacity = 0.5;
-    p.series = {mean, max};
-    if (v.rc && v.rc->train.clip > 0 && !steps.empty()) {
-      PlotSeries clip{"clip " + number(v.rc->train.clip), {steps.front(), steps.back()},
-                      {v.rc->train.clip, v.rc->train.clip}, {}};
-      clip.markers = false;
-      clip.color = 7;  // grey
-      clip.line_width = 1;
-      p.series.push_back(clip);
-    }
-    if (has_points(LinePlot{"", "", "", {mean, max}}))
-      add_figure(out, p, "The gradient's global norm before clipping: the mean and the largest over the steps of " +
-                             std::string(log_every > 1 ? "each logged window" : "each logged step") +
-                             "; above the clip line the update was scaled down.");
+  p.series.push_back(s);
+  add_figure(out, p, "Steps skipped for a non-finite loss or gradient (no weight changed), counted as they came.");
+}
+
+// Against tokens (where the run logged them): the loss and the primary metric.
+void add_token_figures(std::vector<Figure>& out, const RunMetrics& m) {
+  if (std::none_of(m.train.begin(), m.train.end(), [](const TrainRow& r) { return std::isfinite(r.tokens); })) return;
+  LinePlot p = small_plot("training loss against tokens", kTokenAxis, "loss (nats)", false);
+  PlotSeries s{"loss", train_values(m, [](const TrainRow& r) { return r.tokens / 1e6; }),
+               smooth(train_values(m, [](const TrainRow& r) { return r.loss; }), smoothing_window(m.train.size())),
+               {}};
+  s.markers = m.train.size() <= 30;
+  p.series.push_back(s);
+  add_figure(out, p, "The (smoothed) training loss against the real tokens trained on: runs of other batch sizes or "
+                     "sequence lengths compare here.");
+  if (const std::string primary = m.primary(); !primary.empty()) {
+    PlotSeries e = eval_series(m, primary, true);
+    e.name = primary;
+    LinePlot q = small_plot("eval " + primary + " against tokens", kTokenAxis, metric_label(primary, e.y), false);
+    q.log10_y = wants_log_axis(primary, e.y);
+    q.series.push_back(e);
+    add_figure(out, q, "The primary evaluation metric against tokens seen.");
   }
-  // skipped steps
-  if (!m.skipped.empty()) {
-    LinePlot p = small_plot("skipped steps", kStepAxis, "skipped steps so far", false);
-    PlotSeries s{"skipped", {}, {}, {}};
-    for (size_t i = 0; i < m.skipped.size(); ++i) {
-      s.x.push_back(static_cast<double>(m.skipped[i]));
-      s.y.push_back(static_cast<double>(i + 1));
-    }
-    p.series.push_back(s);
-    add_figure(out, p, "Steps skipped for a non-finite loss or gradient (no weight changed), counted as they came.");
-  }
-  // against tokens: the loss and the primary metric
-  const bool tokens =
-      std::any_of(m.train.begin(), m.train.end(), [](const TrainRow& r) { return std::isfinite(r.tokens); });
-  if (tokens) {
-    LinePlot p = small_plot("training loss against tokens", kTokenAxis, "loss (nats)", false);
-    PlotSeries s{"loss", train_values(m, [](const TrainRow& r) { return r.tokens / 1e6; }),
-                 smooth(train_values(m, [](const TrainRow& r) { return r.loss; }), smoothing_window(m.train.size())),
-                 {}};
-    s.markers = m.train.size() <= 30;
-    p.series.push_back(s);
-    add_figure(out, p, "The (smoothed) training loss against the real tokens trained on: runs of other batch sizes or "
-                       "sequence lengths compare here.");
-    if (const std::string primary = m.primary(); !primary.empty()) {
-      PlotSeries e = eval_series(m, primary, true);
-      e.name = primary;
-      LinePlot q = small_plot("eval " + primary + " against tokens", kTokenAxis, metric_label(primary, e.y), false);
-      q.log10_y = wants_log_axis(primary, e.y);
-      q.series.push_back(e);
-      add_figure(out, q, "The primary evaluation metric against tokens seen.");
-    }
-  }
+}
+
+std::vector<Figure> run_curves(const RunView& v) {
+  const RunMetrics& m = v.metrics;
+  std::vector<Figure> out;
+  const std::vector<double> steps = steps_of_train(m);
+  const int log_every = v.rc ? static_cast<int>(v.rc->train.log_every) : 0;
+  const std::string logged = log_every > 1 ? "each point the mean of " + std::to_string(log_every) + " steps" : "";
+  add_loss_figure(out, m, steps, logged);
+  add_eval_figures(out, m);
+  add_step_figure(out, "learning rate", "learning rate",
+                  PlotSeries{"lr", steps, train_values(m, [](const TrainRow& r) { return r.lr; }), {}},
+                  "The schedule's learning rate at each logged step" +
+                      (v.rc ? " (" + v.rc->train.schedule + " decay after warm-up)." : "."));
+  const PlotSeries speed{"tokens/s", steps, train_values(m, [](const TrainRow& r) { return r.tokens_per_s; }), {}};
+  add_step_figure(out, "training speed", "tokens per second", speed,
+                  "Real (unpadded) tokens trained on per second of training, evaluations excluded; median " +
+                      number(median(speed.y)) + " tokens/s.");
+  add_grad_norm_figure(out, v, steps, log_every);
+  add_skipped_figure(out, m);
+  add_token_figures(out, m);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "framework/bounded_json.h"
 #include "kernels/base/error.h"
 #include "train/tools/plot.h"
 #include "train/tools/run_report.h"
@@ -125,8 +126,7 @@ int sweep_command(const SweepArgs& args) {
       const std::string run = run_dir(dir, h, seed);
       const std::string result_path = run + "/result.json";
       if (fs::exists(result_path)) {
-        std::ifstream f(result_path);
-        results.push_back(from_json(nlohmann::json::parse(f)));
+        results.push_back(from_json(read_json_file(result_path, 64 << 20, "result file")));
         std::cout << "sweep: reusing " << run << "\n";
         continue;
       }

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# The head questions on pretrained encoders (issue #34, docs/heads-results.md): matched MLM pretraining runs that differ
+# only in their heads (1, 4, 8, 16 heads over the same 256 attention dimensions, so the same parameters; 8 narrower
+# heads below and 4 wider above; talking heads on 8; a second seed of 8 for the seed-to-seed spread), every pretrained
+# model fine-tuned on CLINC150 over seeds, what the pretrained heads attend to, a pruning curve of a fine-tuned 8-head
+# model, and the step time of each layout.
+# Usage: scripts/pretrained-heads-experiments.sh OUT [PART ...]
+#   PART: pretrain finetune roles prune speed table (default: all, in that order)
+# Resumable: an interrupted pretraining run is resumed (`train --resume`), a finished one (OUT/pretrain/NAME/complete)
+# skipped, as is a fine-tuning or pruning run that finished; so the work can span sessions. Environment: CORPUS (the
+# training shards, default corpus/wiki_en/train-*.txt as scripts/prepare-wiki.sh writes them), STEPS (pretraining
+# steps, default 6000: 24.6M tokens), SEEDS (fine-tuning seeds, default "0 1 2"), HEADROOM (default build/headroom).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 1 ] || { echo "usage: $0 OUT [pretrain finetune roles prune speed table]" >&2; exit 2; }
+out=$1
+shift
+read -r -a parts <<<"${*:-pretrain finetune roles prune speed table}"
+hr=${HEADROOM:-build/headroom}
+steps=${STEPS:-6000} seeds=${SEEDS:-0 1 2} corpus=${CORPUS:-corpus/wiki_en/train-*.txt}
+
+# configs/pretrain-wiki.yaml with the budget of these runs: f32 (bf16 steps at 0.6x f32's rate on a CPU without AMX:
+# docs/pretraining.md) and batch 32 (twice the steps for the same tokens)
+recipe=(--set train.precision=f32 --set train.batch_size=32 --set "train.max_steps=$steps" --set train.warmup=0.1
+        --set train.eval_every=500 --set data.mlm.max_eval_rows=1024 --set "data.train_path=$corpus")
+uniform() { echo "[{repeat: 4, attention: {heads: $1, head_dim: $2${3:-}}}]"; }
+# NAME|model.layers|pretraining seed: the arms differ in these only
+arms=(
+  "h1|$(uniform 1 256)|0"
+  "h4|$(uniform 4 64)|0"
+  "h8|$(uniform 8 32)|0"
+  "h16|$(uniform 16 16)|0"
+  "split|[{repeat: 2, attention: {heads: 8, head_dim: 32}}, {repeat: 2, attention: {heads: 4, head_dim: 64}}]|0"
+  "talking|$(uniform 8 32 ', talking_heads: true')|0"
+  "h8-seed1|$(uniform 8 32)|1"
+)
+name_of() { echo "${1%%|*}"; }
+layers_of() { local rest=${1#*|}; echo "${rest%|*}"; }
+seed_of() { echo "${1##*|}"; }
+pretrained() { [ -f "$out/pretrain/$1/complete" ]; }
+cpu() { lscpu | sed -n 's/^Model name: *//p' | head -1; }
+
+pretrain() {
+  mkdir -p "$out/pretrain"
+  for arm in "${arms[@]}"; do
+    local name dir
+    name=$(name_of "$arm") dir="$out/pretrain/$(name_of "$arm")"
+    pretrained "$name" && continue
+    if [ -f "$dir/checkpoint-last.safetensors" ]; then
+      echo "pretrain $name: resuming $dir" >&2
+      "$hr" train --resume "$dir" --quiet >>"$dir.log" 2>&1
+    else
+      rm -rf "$dir"  # no checkpoint yet: nothing in it to keep
+      echo "pretrain $name: $dir" >&2
+      "$hr" train configs/pretrain-wiki.yaml --quiet --out "$dir" "${recipe[@]}" \
+        --set "model.layers=$(layers_of "$arm")" --set "train.seed=$(seed_of "$arm")" >>"$dir.log" 2>&1
+    fi
+    touch "$dir/complete"
+  done
+}
+
+# fine-tune NAME SEED: CLINC150 from pretraining run NAME (configs/clinc150-from-pretrain.yaml), once
+finetune_one() {
+  local arm dir=$out/finetune/$1-$2
+  arm=$(printf '%s\n' "${arms[@]}" | grep "^$1|")
+  [ -f "$dir/wall_ms" ] && return 0
+  rm -rf "$dir"
+  local t0
+  t0=$(date +%s%N)
+  "$hr" train configs/clinc150-from-pretrain.yaml --quiet --out "$dir" --set "train.seed=$2" \
+    --set "model.layers=$(layers_of "$arm")" \
+    --set "train.init_from=$out/pretrain/$1/checkpoint-best.safetensors" >"$dir.log" 2>&1
+  echo "$((($(date +%s%N) - t0) / 1000000))" >"$dir/wall_ms"
+}
+
+finetune() {
+  mkdir -p "$out/finetune"
+  for seed in $seeds; do
+    for arm in "${arms[@]}"; do
+      local name
+      name=$(name_of "$arm")
+      if pretrained "$name"; then finetune_one "$name" "$seed"; else echo "finetune: $name not pretrained yet" >&2; fi
+    done
+  done
+}
+
+roles() {
+  local args=()
+  for arm in "${arms[@]}"; do
+    pretrained "$(name_of "$arm")" && args+=("$(name_of "$arm")=$out/pretrain/$(name_of "$arm")")
+  done
+  if [ ${#args[@]} -gt 0 ]; then scripts/head-roles.sh "$out/roles" "${args[@]}"; fi
+}
+
+# Heads kept by importance (Michel et al.) from the fine-tuned 8-head model, seed 0, and its test accuracy
+prune() {
+  local run=$out/finetune/h8-0
+  [ -f "$run/wall_ms" ] || { echo "prune: $run not fine-tuned yet" >&2; return 0; }
+  mkdir -p "$out/prune"
+  for keep in 32 24 16 12 8 6 4 2 1; do
+    local dir=$out/prune/h8-importance-$keep
+    [ -f "$dir/test.json" ] && continue
+    rm -rf "$dir"
+    "$hr" prune --run "$run" --by importance --keep "$keep" --split eval --out "$dir" >"$dir.log" 2>&1
+    "$hr" eval --run "$dir" --split test --json >"$dir/test.json.tmp" && mv "$dir/test.json.tmp" "$dir/test.json"
+  done
+}
+
+# The training step of each layout, alternating, 5 rounds (pretraining shape, batch 32 x 128)
+speed() {
+  mkdir -p "$out/speed"
+  for r in 1 2 3 4 5; do
+    for arm in "${arms[@]}"; do
+      [ "$(seed_of "$arm")" = 0 ] || continue
+      "$hr" bench configs/pretrain-wiki.yaml --precision f32 --batch 32 --seq-len 128 --steps 5 --warmup 2 \
+        --vocab 30522 --inference-runs 1 --set "model.layers=$(layers_of "$arm")" --json | tail -1 \
+        >"$out/speed/$(name_of "$arm")-$r.json"
+    done
+  done
+  cpu >"$out/speed/cpu.txt"
+}
+
+table() {
+  local names=()
+  for arm in "${arms[@]}"; do names+=("$(name_of "$arm")"); done
+  pretrained_runs=()
+  for n in "${names[@]}"; do pretrained "$n" && pretrained_runs+=("$out/pretrain/$n"); done
+  if [ ${#pretrained_runs[@]} -gt 0 ]; then
+    "$hr" curves "${pretrained_runs[@]}" --metric eval.masked_accuracy --x tokens \
+      --title "validation masked accuracy (%) against tokens seen" --out "$out/pretrain-accuracy.png"
+    "$hr" curves "${pretrained_runs[@]}" --metric eval.perplexity --x tokens \
+      --title "validation perplexity against tokens seen" --out "$out/pretrain-perplexity.png"
+  fi
+  python3 scripts/pretrained_heads_table.py "$out" "$seeds" "${names[@]}" >"$out/results.md"
+  echo "CPU: $(cpu)" >>"$out/results.md"
+  cat "$out/results.md"
+}
+
+for part in "${parts[@]}"; do
+  case $part in
+    pretrain | finetune | roles | prune | speed | table) "$part" ;;
+    *) echo "$0: unknown part '$part' (pretrain finetune roles prune speed table)" >&2; exit 2 ;;
+  esac
+done

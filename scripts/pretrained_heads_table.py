@@ -1,0 +1,107 @@
+"""The tables of scripts/pretrained-heads-experiments.sh from its OUT directory: pretraining (final validation figures,
+tokens, rate), fine-tuning on CLINC150 (test accuracy, mean +- sd over seeds), the pruning curve and the step time of
+each layout. A part not run yet is left out.
+Usage: python3 scripts/pretrained_heads_table.py OUT "SEEDS" NAME [NAME ...]"""
+import glob
+import json
+import os
+import statistics
+import sys
+
+import yaml
+
+
+def rows(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def sd(values):
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def pretraining(out, names):
+    print("## Pretraining\n")
+    print("| run | heads a layer | final masked accuracy % | final perplexity | tokens | median tokens/s | hours |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for n in names:
+        path = f"{out}/pretrain/{n}/metrics.jsonl"
+        if not os.path.exists(f"{out}/pretrain/{n}/complete"):
+            continue
+        m = rows(path)
+        evals = [r for r in m if "eval" in r]
+        steps = [r for r in m if "loss" in r]
+        with open(f"{out}/pretrain/{n}/config.yaml") as f:
+            cfg = yaml.safe_load(f)
+        batch, seq = cfg["train"]["batch_size"], cfg["data"]["max_seq_len"]
+        heads = " ".join(layout(cfg))
+        last = evals[-1]
+        rate = statistics.median(r["tokens_per_s"] for r in steps) if steps else float("nan")
+        hours = max((r.get("elapsed_s", 0) for r in m), default=0) / 3600
+        print(f"| {n} | {heads} | {last['eval']['masked_accuracy']:.2f} | {last['eval']['perplexity']:.1f} | "
+              f"{last['step'] * batch * seq / 1e6:.1f}M | {rate:.0f} | {hours:.2f} |")
+    print()
+
+
+def layout(cfg):
+    """The heads x head_dim of each layer group of a run's config (its model.layers)."""
+    model = cfg["model"]
+    return [f"{g.get('repeat', 1)}x({g['attention']['heads']}x{g['attention']['head_dim']}"
+            f"{' talking' if g['attention'].get('talking_heads') else ''})" for g in model["layers"]]
+
+
+def finetuning(out, seeds, names):
+    done = {n: [f"{out}/finetune/{n}-{s}" for s in seeds if os.path.exists(f"{out}/finetune/{n}-{s}/wall_ms")]
+            for n in names}
+    if not any(done.values()):
+        return
+    print("## Fine-tuned on CLINC150 (in-scope test accuracy, best-validation checkpoint)\n")
+    print("| pretrained run | seeds | test accuracy % | wall s |")
+    print("|---|---:|---:|---:|")
+    for n, runs in done.items():
+        if not runs:
+            continue
+        acc = [100 * [r for r in rows(f"{d}/metrics.jsonl") if "test" in r][-1]["test"]["accuracy"] for d in runs]
+        wall = [float(open(f"{d}/wall_ms").read()) / 1000 for d in runs]
+        print(f"| {n} | {len(runs)} | {statistics.mean(acc):.2f} +- {sd(acc):.2f} | {statistics.mean(wall):.0f} |")
+    print()
+
+
+def pruning(out):
+    runs = sorted(glob.glob(f"{out}/prune/h8-importance-*/test.json"), key=lambda p: -int(p.split("-")[-1].split("/")[0]))
+    if not runs:
+        return
+    print("## Pruning the fine-tuned 8-head model (seed 0) by importance\n")
+    print("| heads kept (of 32) | test accuracy % |")
+    print("|---:|---:|")
+    for p in runs:
+        keep = p.split("-")[-1].split("/")[0]
+        print(f"| {keep} | {100 * json.load(open(p))['test']['accuracy']:.2f} |")
+    print()
+
+
+def speed(out, names):
+    files = {n: sorted(glob.glob(f"{out}/speed/{n}-[0-9]*.json")) for n in names}
+    files = {n: f for n, f in files.items() if f}
+    if not files or "h1" not in files:
+        return
+    ms = {n: [json.load(open(p))["train_step_ms"] for p in f] for n, f in files.items()}
+    print("## Training step (batch 32 x 128, f32), rounds alternating\n")
+    print("| layout | median step ms | ratio to h1 (median of rounds) |")
+    print("|---|---:|---:|")
+    for n, v in ms.items():
+        ratio = statistics.median(a / b for a, b in zip(v, ms["h1"]))
+        print(f"| {n} | {statistics.median(v):.1f} | {ratio:.3f} |")
+    print()
+
+
+def main():
+    out, seeds, names = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
+    pretraining(out, names)
+    finetuning(out, seeds, names)
+    pruning(out)
+    speed(out, names)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+// The resumable experiment script (scripts/pretrained-heads-experiments.sh) run against a stand-in for headroom that
+// records its calls: a finished run is never trained again, an interrupted one is resumed rather than restarted, and
+// a later part waits for the runs it builds on.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/repo_files.h"
+#include "tests/temp_dir.h"
+#include "tests/tiny_run.h"
+
+using namespace hr::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A headroom that appends its arguments to $CALLS, makes the --out directory with a last checkpoint, and fails
+// (exit 1, as a killed run) when a --set value names $FAIL_ON, after that checkpoint is written.
+constexpr const char* kStub = R"(#!/usr/bin/env bash
+echo "$*" >>"$CALLS"
+out=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --out) out=$2; shift ;;
+    --resume) out=$2; shift ;;
+  esac
+  shift
+done
+[ -n "$out" ] && mkdir -p "$out" && touch "$out/checkpoint-last.safetensors" "$out/checkpoint-best.safetensors"
+[ -n "${FAIL_ON:-}" ] && grep -q -- "$FAIL_ON" <(tail -n 1 "$CALLS") && exit 1
+exit 0
+)";
+
+std::vector<std::string> calls(const TempDir& d) {
+  std::vector<std::string> out;
+  std::ifstream f(d / "calls");
+  for (std::string line; std::getline(f, line);) out.push_back(line);
+  return out;
+}
+
+Result run_script(const TempDir& d, const std::string& parts, const std::string& env = "") {
+  fs::remove(d / "calls");
+  return shell("CALLS=" + quote(d / "calls") + " HEADROOM=" + quote(d / "headroom") + " SEEDS=0 " + env + " " +
+               quote(repo_path("scripts/pretrained-heads-experiments.sh")) + " " + quote(d / "out") + " " + parts);
+}
+
+int count(const std::vector<std::string>& lines, const std::string& needle) {
+  int n = 0;
+  for (const auto& l : lines) n += l.find(needle) != std::string::npos;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("experiments: pretraining runs are skipped when complete and resumed when interrupted") {
+  TempDir d;
+  {
+    std::ofstream f(d / "headroom");
+    f << kStub;
+  }
+  fs::permissions(d / "headroom", fs::perms::owner_all);
+
+  // the second arm (4 heads) is killed after its first checkpoint: the script stops there
+  Result r = run_script(d, "pretrain", "FAIL_ON='heads: 4,'");
+  CHECK(r.code != 0);
+  std::vector<std::string> c = calls(d);
+  REQUIRE(c.size() == 2);
+  CHECK(c[0].find("--out " + (d / "out/pretrain/h1")) != std::string::npos);
+  CHECK(c[0].find("heads: 1, head_dim: 256") != std::string::npos);
+  CHECK(c[0].find("train.precision=f32") != std::string::npos);
+  CHECK(fs::exists(d / "out/pretrain/h1/complete"));
+  CHECK(!fs::exists(d / "out/pretrain/h4/complete"));
+
+  // again: h1 is not touched, h4 resumes from its checkpoint, the other five arms start afresh
+  r = run_script(d, "pretrain");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  c = calls(d);
+  REQUIRE(c.size() == 6);
+  CHECK(c[0] == "train --resume " + (d / "out/pretrain/h4") + " --quiet");
+  CHECK(count(c, "out/pretrain/h1 ") == 0);
+  CHECK(count(c, "--resume") == 1);
+  for (const char* arm : {"h8", "h16", "split", "talking", "h8-seed1"}) {
+    CAPTURE(arm);
+    CHECK(count(c, "--out " + (d / "out/pretrain/") + arm + " ") == 1);
+    CHECK(fs::exists(d / "out/pretrain/" + arm + "/complete"));
+  }
+  CHECK(count(c, "train.seed=1") == 1);
+  CHECK(count(c, "talking_heads: true") == 1);
+  CHECK(count(c, "{repeat: 2, attention: {heads: 8, head_dim: 32}}, {repeat: 2, attention: {heads: 4, head_dim: 64}}") ==
+        1);
+
+  // everything complete: nothing runs
+  r = run_script(d, "pretrain");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(calls(d).empty());
+}
+
+TEST_CASE("experiments: fine-tuning waits for its pretraining run and is not repeated") {
+  TempDir d;
+  {
+    std::ofstream f(d / "headroom");
+    f << kStub;
+  }
+  fs::permissions(d / "headroom", fs::perms::owner_all);
+  fs::create_directories(d / "out/pretrain/h8");
+  std::ofstream(d / "out/pretrain/h8/complete").close();
+
+  Result r = run_script(d, "finetune");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  std::vector<std::string> c = calls(d);
+  REQUIRE(c.size() == 1);  // only h8 is pretrained
+  CHECK(c[0].find("configs/clinc150-from-pretrain.yaml") != std::string::npos);
+  CHECK(c[0].find("train.init_from=" + (d / "out/pretrain/h8/checkpoint-best.safetensors")) != std::string::npos);
+  CHECK(c[0].find("heads: 8, head_dim: 32") != std::string::npos);
+  CHECK(r.output.find("h1 not pretrained yet") != std::string::npos);
+
+  r = run_script(d, "finetune");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(calls(d).empty());
+
+  CHECK(run_script(d, "bogus").code == 2);
+}
