@@ -5,9 +5,10 @@
 // roundings (the weights after dropout, the output's gradient and the scores' gradient rounded to bf16 before the
 // products that read them, every product summed in f32).
 //
-//   forward   one block per (sequence, head, 64 queries; 32 for heads over 128): it walks the keys in blocks of 64
-//             (the CPU's, so that under bf16 the weights are rounded against the same running maxima) with an online
-//             softmax, keeps its output rows in registers and writes the output and the statistics.
+//   forward   one block per (sequence, head, 64 queries; 32 for heads over 128): it walks the keys in blocks of 128
+//             (the CPU's, kernels/attention_blocks.h, so that under bf16 the weights are rounded against the same
+//             running maxima), one shared tile holding a block's keys and then its values, with an online softmax;
+//             it keeps its output rows in registers and writes the output and the statistics.
 //   backward  three kernels, none of them atomic, so the gradients are the same from run to run:
 //             row_dots   rowsum(gout * out) of every query row (the D of FlashAttention-2), a warp a row;
 //             kv         one block per (sequence, head, 64 keys; 32 for heads over 128) holding its keys and values

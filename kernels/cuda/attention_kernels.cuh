@@ -108,9 +108,8 @@ __global__ void __launch_bounds__(attn::kThreads) forward_kernel(Params p, void*
   constexpr int RI = Q / kSide, RJ = K / kSide, RC = KD / kSide;  // a thread's rows, keys and columns
   HR_ATTENTION_SHARED(smem);
   float* qs = smem;            // (Q, KD) the block's queries
-  float* ks = qs + Q * P;      // (K, KD) a block of keys
-  float* vs = ks + K * P;      // (K, KD) their values
-  float* ws = vs + K * P;      // (Q, K) the weights after dropout (and bf16's rounding), as the product reads them
+  float* kvs = qs + Q * P;     // (K, KD) a block of keys, then their values
+  float* ws = kvs + K * P;     // (Q, K) the weights after dropout (and bf16's rounding), as the product reads them
   float* ms = ws + Q * PS;     // (K) the keys' mask
   const int ty = static_cast<int>(threadIdx.x) / kSide, tx = static_cast<int>(threadIdx.x) % kSide;
   const attn::BlockPlace at = attn::block_place(blockIdx.x, attn::tiles_of(p.Tq, Q), Q, p.H);
@@ -128,10 +127,9 @@ __global__ void __launch_bounds__(attn::kThreads) forward_kernel(Params p, void*
   }
   for (int64_t j0 = 0; j0 < p.Tk; j0 += K) {
     const int nk = static_cast<int>(p.Tk - j0 < K ? p.Tk - j0 : K);
-    __syncthreads();  // every thread is done with the previous block's keys, values and weights (and the first time:
+    __syncthreads();  // every thread is done with the previous block's values, weights and mask (and the first time:
                       // the queries are in place once the sync below has passed)
-    load_tile<KD, K>(ks, p.k, p.bf16, false, b, h, j0, nk, p.Tk, p.H, p.Dh);
-    load_tile<KD, K>(vs, p.v, p.bf16, false, b, h, j0, nk, p.Tk, p.H, p.Dh);
+    load_tile<KD, K>(kvs, p.k, p.bf16, false, b, h, j0, nk, p.Tk, p.H, p.Dh);
     load_mask<K>(ms, p.mask, b, p.Tk, j0, nk);
     __syncthreads();
 
@@ -146,7 +144,7 @@ __global__ void __launch_bounds__(attn::kThreads) forward_kernel(Params p, void*
       HR_UNROLL
       for (int ii = 0; ii < RI; ++ii) qv[ii] = qs[(ty + kSide * ii) * P + c];
       HR_UNROLL
-      for (int jj = 0; jj < RJ; ++jj) kv[jj] = ks[(tx + kSide * jj) * P + c];
+      for (int jj = 0; jj < RJ; ++jj) kv[jj] = kvs[(tx + kSide * jj) * P + c];
       HR_UNROLL
       for (int ii = 0; ii < RI; ++ii)
         HR_UNROLL
@@ -183,7 +181,9 @@ __global__ void __launch_bounds__(attn::kThreads) forward_kernel(Params p, void*
       HR_UNROLL
       for (int cc = 0; cc < RC; ++cc) acc[ii][cc] *= shrink;
     }
-    __syncthreads();  // the weights are written
+    __syncthreads();  // the weights are written, and every thread is done with the keys
+    load_tile<KD, K>(kvs, p.v, p.bf16, false, b, h, j0, nk, p.Tk, p.H, p.Dh);
+    __syncthreads();
 
     HR_UNROLL_4
     for (int j = 0; j < K; ++j) {
@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(attn::kThreads) forward_kernel(Params p, void*
       HR_UNROLL
       for (int ii = 0; ii < RI; ++ii) wv[ii] = ws[(ty + kSide * ii) * PS + j];
       HR_UNROLL
-      for (int cc = 0; cc < RC; ++cc) vv[cc] = vs[j * P + tx + kSide * cc];
+      for (int cc = 0; cc < RC; ++cc) vv[cc] = kvs[j * P + tx + kSide * cc];
       HR_UNROLL
       for (int ii = 0; ii < RI; ++ii)
         HR_UNROLL

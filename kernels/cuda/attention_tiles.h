@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/attention_blocks.h"
 #include "kernels/backend.h"
 #include "kernels/math/hd.h"
 #include "kernels/math/random.h"
@@ -19,9 +20,10 @@ namespace hr::cuda::attn {
 constexpr int kThreads = 256;
 constexpr int kSide = 16;
 
-// Keys a forward block walks at a time: the CPU kernel's 64, so that under bf16 each block's weights are rounded
-// against the same running maxima on both devices.
-constexpr int kForwardKeys = 64;
+// Keys a forward block walks at a time: the CPU kernel's block (kernels/attention_blocks.h), so that under bf16 each
+// block's weights are rounded against the same running maxima on both devices. One (kForwardKeys, kd) tile holds a
+// block's keys, then its values: two such tiles would not fit beside the widest head's queries.
+constexpr int kForwardKeys = kFusedAttentionKeyBlock;
 
 // The largest dynamic shared memory a block may opt into on sm_90 (227 KiB).
 constexpr size_t kMaxSharedBytes = 227 * 1024;
@@ -35,8 +37,8 @@ HR_HD int head_tile(int64_t Dh) {
   return kd;
 }
 
-// Queries a forward block holds (its keys: kForwardKeys); 32 for the widest tile, where 64 would not fit in shared
-// memory with the keys and values.
+// Queries a forward block holds (its keys: kForwardKeys); 32 for the widest tile, where 64 would take 225 of the
+// 227 KiB of shared memory and 64 registers a thread for the output rows alone.
 HR_HD constexpr int forward_queries(int kd) { return kd <= 128 ? 64 : 32; }
 // Queries and keys of a backward block (both kernels hold as many of each: four (n, kd) tiles).
 HR_HD constexpr int backward_rows(int kd) { return kd <= 128 ? 64 : 32; }
@@ -45,10 +47,10 @@ HR_HD constexpr int backward_rows(int kd) { return kd <= 128 ? 64 : 32; }
 // warp reading one column of 16 different rows hit 16 different banks.
 HR_HD constexpr int tile_stride(int kd) { return kd + 1; }
 
-// Shared memory (floats) of the forward kernel: queries (Q, kd), keys and values (K, kd) each, the weights (Q, K) and
-// the keys' mask (K).
+// Shared memory (floats) of the forward kernel: queries (Q, kd), keys then values (K, kd), the weights (Q, K) and the
+// keys' mask (K). The widest tile: (32 + 128) * 257 + 32 * 129 + 128 floats, 177 KiB (opted into: attention.cu).
 HR_HD constexpr int64_t forward_shared_floats(int kd) {
-  return int64_t{forward_queries(kd)} * tile_stride(kd) + 2 * int64_t{kForwardKeys} * tile_stride(kd) +
+  return int64_t{forward_queries(kd)} * tile_stride(kd) + int64_t{kForwardKeys} * tile_stride(kd) +
          int64_t{forward_queries(kd)} * tile_stride(kForwardKeys) + kForwardKeys;
 }
 // Shared memory (floats) of either backward kernel: keys, values, queries and the output's gradient (n, kd) each, the
