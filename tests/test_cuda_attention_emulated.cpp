@@ -143,6 +143,17 @@ TEST_CASE("emulated CUDA attention: bf16 inputs and outputs") {
   check_case({2, 2, 65, 65, 32, true, 0.1f, false, true});  // f32 inputs, bf16 output
 }
 
+TEST_CASE("emulated CUDA attention: keys across the forward's blocks of 128, every head tile, f32 and bf16") {
+  // 140 keys: a block and 12; 300: two and 44. Under bf16 the weights are rounded against each block's running
+  // maximum, so any other blocking than the CPU kernel's shows here as outputs a bf16 step apart.
+  for (const int64_t Dh : {1, 17, 64, 100, 256})
+    for (const int64_t Tk : {140, 300}) {
+      check_case({2, 1, 40, Tk, Dh, true, 0.1f});
+      check_case({2, 1, 40, Tk, Dh, true, 0.1f, true, true});
+    }
+  check_case({2, 2, 70, 300, 32, false, 0.f, true, false});  // no mask, no dropout: bf16 inputs, f32 output
+}
+
 TEST_CASE("emulated CUDA attention: no queries gives dk = dv = 0; heads over 256 are refused") {
   const Result r = run({2, 2, 0, 9, 16, true, 0.1f}, true);
   CHECK(r.gk == Vec(r.gk.size(), 0.f));

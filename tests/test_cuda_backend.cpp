@@ -606,7 +606,8 @@ void check_attention_case(const AttnCase& c) {
 }
 
 TEST_CASE("cuda attention: every head size and sequence lengths around the blocks, f32, the CPU kernel's values") {
-  // lengths 1, 63, 65 and 130 against blocks of 64 (32 for the widest heads); the last sequence fully padded
+  // lengths 1, 63, 65 and 130 against the backward's blocks of 64 (32 for the widest heads) and the forward's 128
+  // keys; the last sequence fully padded
   for (const int64_t Dh : {1, 2, 4, 8, 32, 64, 128})
     for (const int64_t T : {1, 63, 65, 130}) check_attention_case({{2, 2, T, T, Dh}, true, 0.1f});
   // the tiles' edges: a head one over a tile (3, 17, 33, 100), the widest tile (200, 256)
@@ -628,9 +629,10 @@ TEST_CASE("cuda attention: dropout draws the CPU's weights, masks and no masks, 
 }
 
 TEST_CASE("cuda attention: bf16 inputs and a bf16 output, the CPU kernel's roundings") {
+  // 140 keys: past the forward's first block of 128, so that weights are rounded against a second block's maxima
   for (const float p : {0.f, 0.2f})
     for (const int64_t Dh : {8, 64, 128, 256})
-      for (const bool out_bf16 : {false, true}) check_attention_case({{2, 2, 130, 97, Dh}, true, p, true, out_bf16});
+      for (const bool out_bf16 : {false, true}) check_attention_case({{2, 2, 130, 140, Dh}, true, p, true, out_bf16});
   check_attention_case({{2, 2, 65, 65, 32}, true, 0.1f, false, true});  // f32 inputs, bf16 output
 }
 
