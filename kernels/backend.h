@@ -57,6 +57,9 @@ struct FusedAttentionArgs {
   float p_drop = 0.f;
   uint64_t seed = 0, offset = 0;
 };
+// The widest head the CUDA backend's fused kernel takes (kernels/cuda/attention.cu); wider heads take the unfused path
+// on CUDA (MultiHeadAttention::unfused_reason). The CPU kernel takes any width.
+constexpr int64_t kCudaFusedAttentionMaxHeadDim = 256;
 
 // A broadcast iteration over an output of `shape` (contiguous). Operand strides are in elements; 0 broadcasts.
 struct Broadcast {

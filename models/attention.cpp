@@ -4,6 +4,7 @@
 
 #include "framework/autocast.h"
 #include "framework/autograd.h"
+#include "kernels/backend.h"
 #include "kernels/base/error.h"
 
 namespace hr {
@@ -90,7 +91,8 @@ const char* MultiHeadAttention::unfused_reason(bool attention_maps, Device d) co
   if (talk_logits) return "talking heads mix the logits and weights of all heads";
   if (opt_.cross_layer) return "cross-layer logits are passed on to the next layer";
   if (attention_maps) return "weights are asked for (attention maps)";
-  if (d != Device::CPU) return "device has no fused kernel yet (CUDA)";
+  if (d == Device::CUDA && opt_.head_dim > kCudaFusedAttentionMaxHeadDim)
+    return "heads are wider than the CUDA kernel's 256 dimensions";
   if (!fused_attention_on) return "fused kernel is switched off (UnfusedAttention)";
   return nullptr;
 }

@@ -56,8 +56,8 @@ class MultiHeadAttention : public Module, public AttentionHeads {
   std::vector<Tensor> gate_parameters() const override { return gates ? gates->parameters() : std::vector<Tensor>{}; }
   void set_head_mask(const Tensor& mask) override { head_mask_ = mask; }
   // talking heads and cross-layer logits mix or pass on the weights or logits of all heads, attention maps read the
-  // weights, and CUDA has no fused kernel yet; gates and head masks scale each head's output after the product, so
-  // the fused kernel serves them
+  // weights, and CUDA's kernel takes heads of up to kCudaFusedAttentionMaxHeadDim; gates and head masks scale each
+  // head's output after the product, so the fused kernel serves them
   const char* unfused_reason(bool attention_maps, Device d) const override;
   bool cross_layer() const override { return opt_.cross_layer; }
   std::vector<int64_t> exact_closure(std::vector<int64_t> keep) const override;

@@ -4,9 +4,12 @@
 #   scripts/gpu-check.sh [BUNDLE]      (default gpu-bundle)
 # Stages, each under its own timeout so that the whole check stays under 7 minutes (the device tool stops a command at
 # 10): finding the GPU (nvidia-smi); unpacking the bundle and listing its libraries; the GPU tests (test_cuda_backend: every Backend
-# method against the CPU backend; test_gpu_parity: every op and a whole training step against the CPU); a BERT-base
-# training step (configs/bert-base.yaml, batch 32 x 128 tokens, AdamW) with `headroom bench` in full FP32, with
-# HR_CUDA_TF32=1 and in bf16 (--precision bf16: cuBLAS bf16 inputs, f32 accumulation); the same step in the device's PyTorch (scripts/torch_step.py). Then a results table.
+# method against the CPU backend; test_gpu_parity: every op and a whole training step against the CPU); attention
+# alone at BERT-base's heads (12 of 64) and batch 8 x 512 tokens, forward and backward in f32 and bf16: the fused
+# kernel and the unfused ops (`headroom bench --attention`) and the device's PyTorch scaled_dot_product_attention
+# (scripts/torch_attention.py); a BERT-base training step (configs/bert-base.yaml, batch 32 x 128 tokens, AdamW)
+# with `headroom bench` in full FP32, with HR_CUDA_TF32=1 and in bf16 (--precision bf16: cuBLAS bf16 inputs, f32
+# accumulation); the same step in the device's PyTorch (scripts/torch_step.py). Then the results tables.
 #
 # Every stage writes its log into $OUT (default gpu-check-out/) while it runs, so a timeout loses nothing:
 # gpu-check.log (this script's own output), NN-stage.log, stages.md (each stage's status and time, appended as they
@@ -83,6 +86,11 @@ export HR_SOURCE_ROOT="$PWD"
 stage test_cuda_backend 75 "${run[@]}" test_cuda_backend
 stage test_gpu_parity 75 "${run[@]}" test_gpu_parity
 
+# ---- attention alone: the fused kernel against the unfused ops it replaces and against PyTorch's fused attention
+stage attention 45 env HR_CUDA_TF32=0 "${run[@]}" headroom bench configs/bert-base.yaml --batch 8 \
+  --seq-len 512 --steps 10 --attention --json
+stage attention-sdpa 45 python3 scripts/torch_attention.py --batch 8 --seq-len 512 --heads 12 --head-dim 64 --runs 10
+
 # ---- data parallel over NCCL (issue 15): one GPU per rank (NCCL refuses two ranks on one GPU) and an MPI launcher.
 # The bundle has neither MPI nor NCCL (libnccl.so alone is 218 MB, over the 64 MiB the device tool carries), so here
 # the stage says why it cannot run; on a machine with 2+ GPUs that builds headroom with MPI, the same test runs as
@@ -146,6 +154,27 @@ if not runs:
 print("\nmodel TFLOP/s: 3x the forward FLOPs of the layers and head per step (headroom's count); sgemm: cuBLAS on "
       "the model's (B*T, D) x (4D, D)^T shape in the same process; PyTorch rows: transformers' "
       "BertForSequenceClassification (scripts/torch_step.py), peak memory from torch.cuda.max_memory_allocated.")
+
+attention = json_lines("*-attention.log") + json_lines("*-attention-sdpa.log")
+device = next((j["device"] for j in attention if j.get("device", "cuda") != "cuda"), device)
+print(f"\n# Attention alone on {device}: batch 8 x 512 tokens, 12 heads of 64, dropout 0.1, median of 10 runs\n")
+head = ["framework", "path", "precision", "forward ms", "forward + backward ms", "TFLOP/s (fwd + bwd)"]
+print("| " + " | ".join(head) + " |")
+print("|" + "---|" * len(head))
+for j in attention:
+    path = j.get("path", "-")
+    if j.get("sdpa_backends"):
+        path += " (takes them: " + ", ".join(j["sdpa_backends"]) + ")"
+    if "error" in j:
+        path += f" ({j['error'][:80]})"
+    print(f"| {j.get('framework', '-')} | {path} | {j.get('precision', '-')} | "
+          f"{cell(j, 'forward_ms', fmt='{:.3f}')} | {cell(j, 'forward_backward_ms', fmt='{:.3f}')} | "
+          f"{cell(j, 'forward_backward_tflops', fmt='{:.2f}')} |")
+if not attention:
+    print("(no attention stage printed a result: see the stage logs)")
+print("\nheadroom rows: `headroom bench configs/bert-base.yaml --batch 8 --seq-len 512 --attention` (fused: "
+      "kernels/cuda/attention.cu; unfused: head_scores, attention_weights, head_context); PyTorch rows: "
+      "scripts/torch_attention.py. TFLOP/s: 3.5 x 4 B H T^2 Dh over the forward + backward time.")
 PY
 echo
 cat "$OUT/stages.md"

@@ -20,6 +20,7 @@
 #include "kernels/base/error.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cuda/attention_tiles.h"
 #include "kernels/cuda/strided_index.h"
 #include "kernels/math/bf16.h"
 #include "tests/gemm_case.h"
@@ -479,6 +480,175 @@ TEST_CASE("cuda softmax_dropout: attention's weights, the CPU's draws, bf16 outp
   check_close(gx, "softmax_dropout_backward");
 }
 
+// ---------------------------------------------------------------- fused attention
+
+struct AttnShape {
+  int64_t B, H, Tq, Tk, Dh;
+};
+
+// (B, Tk) additive key mask: sequence b pads its last b * Tk / (B + 1) keys, and the last sequence pads all of them,
+// so that every row of it is fully padded (the CPU kernel's uniform weights over scores near -1e9)
+Vec attention_mask(int64_t B, int64_t Tk) {
+  Vec m(static_cast<size_t>(B * Tk), 0.f);
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t padded = b == B - 1 ? Tk : b * Tk / (B + 1);
+    for (int64_t j = Tk - padded; j < Tk; ++j) m[static_cast<size_t>(b * Tk + j)] = -1e9f;
+  }
+  return m;
+}
+
+struct AttnCase {
+  AttnShape s;
+  bool masked = true;
+  float p = 0.f;
+  bool bf16 = false, out_bf16 = false;
+  uint64_t offset = 0;
+};
+
+struct AttnResult {
+  Vec out, stats, gq, gk, gv;  // out widened when the case has a bf16 output
+  std::vector<uint16_t> out16;
+};
+
+std::vector<uint16_t> bf16_bits(const Vec& v) {
+  std::vector<uint16_t> b(v.size());
+  for (size_t i = 0; i < v.size(); ++i) b[i] = math::to_bf16(v[i]);
+  return b;
+}
+
+// Backend::attention and attention_backward of case c on `be`, on inputs drawn from fixed seeds (the same on every
+// backend): q and k in [-2, 2], v and the output's gradient in [-1, 1]; bf16 inputs are those values rounded.
+AttnResult run_attention(Backend& be, const AttnCase& c) {
+  const AttnShape& s = c.s;
+  const size_t nq = static_cast<size_t>(s.B * s.Tq * s.H * s.Dh), nk = static_cast<size_t>(s.B * s.Tk * s.H * s.Dh);
+  const Vec q = random_vec(nq, 201, -2.f, 2.f), k = random_vec(nk, 202, -2.f, 2.f), v = random_vec(nk, 203),
+            gout = random_vec(nq, 204);
+  DeviceVec<float> qf(be, q), kf(be, k), vf(be, v), go(be, gout), mask(be, attention_mask(s.B, s.Tk));
+  DeviceVec<uint16_t> qh(be, bf16_bits(q)), kh(be, bf16_bits(k)), vh(be, bf16_bits(v));
+  DeviceVec<float> out(be, Vec(nq, 0.f)), stats(be, Vec(static_cast<size_t>(s.B * s.H * s.Tq * 2), 0.f));
+  DeviceVec<uint16_t> out16(be, std::vector<uint16_t>(nq, 0));
+  // gradients start as NaN: every element must be written
+  DeviceVec<float> gq(be, Vec(nq, NAN)), gk(be, Vec(nk, NAN)), gv(be, Vec(nk, NAN));
+  FusedAttentionArgs a;
+  a.B = s.B, a.H = s.H, a.Tq = s.Tq, a.Tk = s.Tk, a.Dh = s.Dh;
+  a.inputs = c.bf16 ? GemmInputs::BF16 : GemmInputs::F32;
+  a.q = c.bf16 ? static_cast<const void*>(qh.get()) : qf.get();
+  a.k = c.bf16 ? static_cast<const void*>(kh.get()) : kf.get();
+  a.v = c.bf16 ? static_cast<const void*>(vh.get()) : vf.get();
+  a.mask = c.masked ? mask.get() : nullptr;
+  a.scale = 1.f / std::sqrt(static_cast<float>(s.Dh));
+  a.p_drop = c.p, a.seed = 99, a.offset = c.offset;
+  void* o = c.out_bf16 ? static_cast<void*>(out16.get()) : out.get();
+  be.attention(a, o, c.out_bf16, stats.get());
+  be.attention_backward(a, o, c.out_bf16, stats.get(), go.get(), gq.get(), gk.get(), gv.get());
+  AttnResult r;
+  if (c.out_bf16) {
+    r.out16 = out16.host();
+    for (uint16_t x : r.out16) r.out.push_back(math::from_bf16(x));
+  } else {
+    r.out = out.host();
+  }
+  r.stats = stats.host();
+  r.gq = gq.host(), r.gk = gk.host(), r.gv = gv.host();
+  return r;
+}
+
+// max |got - want| over max |want| (1 where want is all 0)
+double normwise_error(const Vec& want, const Vec& got) {
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    err = std::max(err, std::isnan(got[i]) ? INFINITY : std::abs(static_cast<double>(got[i]) - want[i]));
+    scale = std::max(scale, static_cast<double>(std::abs(want[i])));
+  }
+  return err / (scale > 0 ? scale : 1.0);
+}
+
+// The CUDA kernel against the CPU kernel on case c. f32: within 1e-5 of each tensor's largest value, and within kRtol
+// of check_close's measure element by element (the kernels' host emulation, tests/test_cuda_attention_emulated.cpp,
+// comes within 1e-6 and 4e-5 of those); the statistics within 1e-5 (1 + |cpu|). bf16: both sum the same bf16 operands
+// in f32, so only a weight whose rounding the order of the sums tips to the other side of a bf16 boundary differs:
+// within 2e-3 of each tensor's largest value, and a bf16 output within one bf16 step. With one key the softmax has no
+// gradient: q's and k's are rounding noise on both devices, checked to be small rather than compared.
+void check_attention_case(const AttnCase& c) {
+  const AttnShape& s = c.s;
+  CAPTURE(s.B); CAPTURE(s.H); CAPTURE(s.Tq); CAPTURE(s.Tk); CAPTURE(s.Dh);
+  CAPTURE(c.masked); CAPTURE(c.p); CAPTURE(c.bf16); CAPTURE(c.out_bf16); CAPTURE(c.offset);
+  const AttnResult want = run_attention(cpu(), c), got = run_attention(gpu(), c);
+  for (size_t i = 0; i < want.stats.size(); ++i)
+    if (!(std::abs(got.stats[i] - want.stats[i]) <= 1e-5 * (1.0 + std::abs(want.stats[i])))) {
+      FAIL_CHECK("stats element " << i << " (row " << i / 2 << (i % 2 ? ", log of the sum" : ", maximum")
+                                  << ") is " << got.stats[i] << ", the CPU's " << want.stats[i]);
+      break;
+    }
+  const std::pair<const char*, const Vec AttnResult::*> fields[] = {
+      {"out", &AttnResult::out}, {"gq", &AttnResult::gq}, {"gk", &AttnResult::gk}, {"gv", &AttnResult::gv}};
+  for (const auto& [name, field] : fields) {
+    const std::string what = name;
+    const Vec &w = want.*field, &g = got.*field;
+    if (s.Tk == 1 && (what == "gq" || what == "gk")) {
+      for (const Vec* x : {&w, &g})
+        for (float v : *x) REQUIRE_MESSAGE(std::abs(v) < 1e-4, what << " with one key: " << v);
+      continue;
+    }
+    const double err = normwise_error(w, g);
+    if (c.bf16 || c.out_bf16) {
+      CHECK_MESSAGE(err < 2e-3, what << ": error " << err << " of the largest value");
+    } else {
+      CHECK_MESSAGE(err < 1e-5, what << ": error " << err << " of the largest value");
+      check_close(w, g, what);
+    }
+  }
+  if (c.out_bf16) {
+    size_t apart = 0;
+    for (size_t i = 0; i < want.out16.size(); ++i) apart += std::abs(int(want.out16[i]) - int(got.out16[i])) > 1;
+    CHECK_MESSAGE(apart == 0, apart << " bf16 outputs more than one step from the CPU's");
+  }
+}
+
+TEST_CASE("cuda attention: every head size and sequence lengths around the blocks, f32, the CPU kernel's values") {
+  // lengths 1, 63, 65 and 130 against the backward's blocks of 64 (32 for the widest heads) and the forward's 128
+  // keys; the last sequence fully padded
+  for (const int64_t Dh : {1, 2, 4, 8, 32, 64, 128})
+    for (const int64_t T : {1, 63, 65, 130}) check_attention_case({{2, 2, T, T, Dh}, true, 0.1f});
+  // the tiles' edges: a head one over a tile (3, 17, 33, 100), the widest tile (200, 256)
+  for (const int64_t Dh : {3, 17, 33, 100, 200, 256}) check_attention_case({{2, 2, 70, 70, Dh}, true, 0.1f});
+}
+
+TEST_CASE("cuda attention: dropout draws the CPU's weights, masks and no masks, more queries or more keys") {
+  for (const float p : {0.f, 0.3f}) {
+    check_attention_case({{3, 4, 100, 100, 16}, true, p});
+    check_attention_case({{3, 4, 100, 100, 16}, false, p});
+    check_attention_case({{2, 3, 5, 130, 32}, true, p});   // fewer queries than keys
+    check_attention_case({{2, 3, 130, 7, 32}, true, p});   // more queries than keys: one short key block
+    check_attention_case({{1, 1, 200, 150, 64}, false, p});  // one sequence and head, several blocks of each
+  }
+  // the counters of a row cross a high word of the stream (the dropout hash re-keys there)
+  const uint64_t near_wrap = (uint64_t{1} << 32) - 3000;
+  check_attention_case({{2, 2, 65, 65, 8}, true, 0.2f, false, false, near_wrap});
+  check_attention_case({{1, 2, 40, 130, 128}, true, 0.2f, false, false, near_wrap});
+}
+
+TEST_CASE("cuda attention: bf16 inputs and a bf16 output, the CPU kernel's roundings") {
+  // 140 keys: past the forward's first block of 128, so that weights are rounded against a second block's maxima
+  for (const float p : {0.f, 0.2f})
+    for (const int64_t Dh : {8, 64, 128, 256})
+      for (const bool out_bf16 : {false, true}) check_attention_case({{2, 2, 130, 140, Dh}, true, p, true, out_bf16});
+  check_attention_case({{2, 2, 65, 65, 32}, true, 0.1f, false, true});  // f32 inputs, bf16 output
+}
+
+TEST_CASE("cuda attention: no queries, and heads wider than the kernel's") {
+  // no query reads a key: dk and dv are 0
+  const AttnResult r = run_attention(gpu(), {{2, 2, 0, 9, 16}, true, 0.1f});
+  CHECK(r.gk == Vec(r.gk.size(), 0.f));
+  CHECK(r.gv == Vec(r.gv.size(), 0.f));
+  check_attention_case({{2, 2, 0, 9, 16}, true, 0.1f});
+  FusedAttentionArgs a;
+  a.B = 1, a.H = 1, a.Tq = 1, a.Tk = 1, a.Dh = kCudaFusedAttentionMaxHeadDim + 1;
+  BothF x(Vec(static_cast<size_t>(a.Dh), 0.5f)), out(Vec(static_cast<size_t>(a.Dh), 0.f)), stats(Vec(2, 0.f));
+  a.q = a.k = a.v = x.g.get();
+  CHECK_THROWS_WITH_AS(gpu().attention(a, out.g.get(), false, stats.g.get()), doctest::Contains("1 to 256"), Error);
+}
+
 TEST_CASE("cuda layer_norm forward and backward") {
   struct Shape {
     int64_t rows, n;
@@ -736,3 +906,94 @@ TEST_CASE("cuda strided index: collapsed offsets equal the full N-d offsets") {
   CHECK_FALSE(cuda::collapse(3, shape_1, dense_1, zero_over_1).repeats1());  // a zero stride over extent 1
 }
 
+
+TEST_CASE("cuda attention geometry: head tiles, shared memory, blocks, offsets and dropout counters") {
+  using namespace cuda::attn;
+  // the smallest tile that holds the head; none past the widest
+  CHECK(head_tile(0) == 0);
+  CHECK(head_tile(kCudaFusedAttentionMaxHeadDim + 1) == 0);
+  for (int64_t Dh = 1; Dh <= kCudaFusedAttentionMaxHeadDim; ++Dh) {
+    const int kd = head_tile(Dh);
+    REQUIRE(kd >= Dh);
+    CHECK((kd == 16 || kd / 2 < Dh));
+    CHECK((kd == 16 || kd == 32 || kd == 64 || kd == 128 || kd == 256));
+  }
+  for (const int kd : {16, 32, 64, 128, 256}) {
+    CAPTURE(kd);
+    // every block's tiles fit, and its rows, keys and columns split evenly over the 16 x 16 threads
+    CHECK(forward_shared_floats(kd) * sizeof(float) <= kMaxSharedBytes);
+    CHECK(backward_shared_floats(kd) * sizeof(float) <= kMaxSharedBytes);
+    CHECK(forward_queries(kd) % kSide == 0);
+    CHECK(backward_rows(kd) % kSide == 0);
+    CHECK(kd % kSide == 0);
+    CHECK(kForwardKeys % kSide == 0);
+    CHECK(kSide * kSide == kThreads);
+    // a half warp reading one column of 16 rows (tile_stride apart) hits 16 banks
+    std::vector<bool> bank(32, false);
+    for (int r = 0; r < kSide; ++r) {
+      const int b = r * tile_stride(kd) % 32;
+      CHECK_FALSE(bank[static_cast<size_t>(b)]);
+      bank[static_cast<size_t>(b)] = true;
+    }
+  }
+  // the half-warp reductions: the partners of a shuffle with an XOR below 16 share the thread's ty (its rows)
+  for (int t = 0; t < kThreads; ++t)
+    for (int o = kSide / 2; o > 0; o >>= 1) {
+      const int partner = t ^ o;
+      CHECK(partner / 32 == t / 32);  // the same warp
+      CHECK(partner / kSide == t / kSide);
+    }
+  // thread (ty, tx) owns elements (ty + 16 r, tx + 16 c): together the threads own each element of a tile once
+  {
+    const int rows = 64, cols = 128;
+    std::vector<int> owners(static_cast<size_t>(rows * cols), 0);
+    for (int t = 0; t < kThreads; ++t)
+      for (int r = 0; r < rows / kSide; ++r)
+        for (int c = 0; c < cols / kSide; ++c)
+          ++owners[static_cast<size_t>((t / kSide + kSide * r) * cols + t % kSide + kSide * c)];
+    CHECK(std::all_of(owners.begin(), owners.end(), [](int n) { return n == 1; }));
+  }
+  // the blocks of a grid cover every (sequence, head, tile) once
+  for (const int64_t T : {1, 63, 64, 65, 130}) {
+    const int64_t B = 3, H = 5, rows = 64, tiles = tiles_of(T, rows);
+    CHECK(tiles * rows >= T);
+    CHECK((tiles - 1) * rows < T);
+    std::vector<int> seen(static_cast<size_t>(B * H * tiles), 0);
+    for (int64_t block = 0; block < B * H * tiles; ++block) {
+      const BlockPlace at = block_place(block, tiles, rows, H);
+      REQUIRE(at.b < B);
+      REQUIRE(at.h < H);
+      REQUIRE(at.row0 < T);
+      REQUIRE(at.row0 % rows == 0);
+      ++seen[static_cast<size_t>((at.b * H + at.h) * tiles + at.row0 / rows)];
+    }
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+  }
+  CHECK(tiles_of(0, 64) == 0);
+  // a head's elements in a (B, T, H*Dh) tensor, statistics rows and dropout counters in their (B, H, Tq[, Tk]) order
+  const int64_t B = 2, T = 7, Tk = 5, H = 3, Dh = 4;
+  int64_t flat = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t r = 0; r < T; ++r)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t c = 0; c < Dh; ++c) REQUIRE(head_offset(T, H, Dh, b, h, r, c) == flat++);
+  flat = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < T; ++i) {
+        REQUIRE(stats_row(H, T, b, h, i) == flat);
+        for (int64_t j = 0; j < Tk; ++j)
+          REQUIRE(weight_counter(H, T, Tk, b, h, i, j) == static_cast<uint64_t>(flat * Tk + j));
+        ++flat;
+      }
+}
+
+TEST_CASE("cuda attention's dropout draws per row: the stream's factors, also where a row crosses a high word") {
+  for (const float p : {0.f, 0.1f, 0.5f}) {
+    const math::DropoutFactors d(p, 1234, (uint64_t{1} << 32) - 100);
+    for (const uint64_t first : {uint64_t{0}, uint64_t{60}, uint64_t{99}, uint64_t{100}, uint64_t{1} << 33}) {
+      const cuda::attn::RowDraws row(d, first);
+      for (int j = 0; j < 64; ++j) REQUIRE(row(j) == d(first + static_cast<uint64_t>(j)));
+    }
+  }
+}

@@ -268,6 +268,24 @@ TEST_CASE("gpu parity: softmax, log_softmax, layer_norm, embedding") {
   check_parity("embedding", one([](const V& in) { return embedding(in[0], in[1]); }), {input({8, 5}, 66), ids});
 }
 
+TEST_CASE("gpu parity: fused_attention, the CUDA kernel against the CPU's, with padded sequences and dropout") {
+  // 70 keys: a block of 64 and one of 6; sequence 0 pads its last 20 keys, sequence 1 all of them (fully padded rows)
+  const int64_t B = 2, T = 70, H = 3, Dh = 16;
+  std::vector<float> km(static_cast<size_t>(B * T), 0.f);
+  for (int64_t t = 50; t < B * T; ++t) km[static_cast<size_t>(t)] = -1e9f;  // keys 50..69 of sequence 0, all of 1
+  const Tensor key_mask = Tensor::from_vector(km, {B, T});
+  for (const float p : {0.f, 0.2f}) {
+    const std::string drop = " p " + std::to_string(p);
+    const Fn f = one([p](const V& x) { return fused_attention(x[0], x[1], x[2], H, x[3], 0.25f, p, true); });
+    check_parity("fused_attention" + drop, f,
+                 {input({B, T, H * Dh}, 301, true, -2.f, 2.f), input({B, T, H * Dh}, 302, true, -2.f, 2.f),
+                  input({B, T, H * Dh}, 303), key_mask});
+    check_parity("fused_attention, 5 queries and 70 keys" + drop, f,
+                 {input({B, 5, H * Dh}, 304, true, -2.f, 2.f), input({B, T, H * Dh}, 305, true, -2.f, 2.f),
+                  input({B, T, H * Dh}, 306), key_mask});
+  }
+}
+
 TEST_CASE("gpu parity: dropout masks and uniform noise are identical") {
   const Tensor x = input({6, 50}, 71, true, 0.5f, 1.5f);  // no zeros in x: a zero output is a dropped element
   check_parity("dropout", one([](const V& in) { return dropout(in[0], 0.3f, true); }), {x});
@@ -416,6 +434,12 @@ TEST_CASE("gpu parity: a whole training step of an EncoderModel moved with Modul
   CHECK(enc->attn.talk_logits->device() == Device::CUDA);
   CHECK(enc->attn.gates->log_alpha.device() == Device::CUDA);
   CHECK(enc->attn.o.weight.device() == Device::CUDA);
+  // layer 0 (talking heads) takes the unfused path, layer 1 (plain heads) the fused kernel, on both devices
+  REQUIRE(gpu->layer(1).heads() != nullptr);
+  for (const Device d : {Device::CPU, Device::CUDA}) {
+    CHECK(gpu->layer(0).heads()->unfused_reason(false, d) != nullptr);
+    CHECK(gpu->layer(1).heads()->unfused_reason(false, d) == nullptr);
+  }
 
   const ParityStep c = train_step(*cpu, Device::CPU);
   const ParityStep g = train_step(*gpu, Device::CUDA);

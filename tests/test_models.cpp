@@ -749,14 +749,23 @@ model:
   CHECK(kept[Precision::BF16] < 0.85 * kept[Precision::F32]);
 }
 
-TEST_CASE("the fused kernel serves plain and gated layers; talking heads, cross-layer logits, maps and CUDA do not") {
+TEST_CASE("the fused kernel serves plain and gated layers; talking heads, cross-layer logits and maps do not") {
   AttentionOptions a;
   a.heads = 2;
   a.head_dim = 4;
   bool maps_asked = false;
   const MultiHeadAttention plain(8, a);
   CHECK(plain.unfused_reason(maps_asked, Device::CPU) == nullptr);
-  CHECK(std::string(plain.unfused_reason(maps_asked, Device::CUDA)).find("CUDA") != std::string::npos);
+  CHECK(plain.unfused_reason(maps_asked, Device::CUDA) == nullptr);
+  {  // CUDA's kernel takes heads of up to 256 dimensions, the CPU's any
+    AttentionOptions wide = a;
+    wide.head_dim = kCudaFusedAttentionMaxHeadDim;
+    CHECK(MultiHeadAttention(8, wide).unfused_reason(maps_asked, Device::CUDA) == nullptr);
+    wide.head_dim = kCudaFusedAttentionMaxHeadDim + 1;
+    CHECK(std::string(MultiHeadAttention(8, wide).unfused_reason(maps_asked, Device::CUDA)).find("CUDA") !=
+          std::string::npos);
+    CHECK(MultiHeadAttention(8, wide).unfused_reason(maps_asked, Device::CPU) == nullptr);
+  }
   a.gates = true;  // they scale each head's output after the product
   CHECK(MultiHeadAttention(8, a).unfused_reason(maps_asked, Device::CPU) == nullptr);
   a.gates = false;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/attention_blocks.h"
 #include "kernels/backend_checks.h"
 #include "kernels/base/error.h"
 #include "kernels/cpu/cpu_dropout.h"
@@ -18,8 +19,8 @@ namespace hr::cpu {
 
 namespace {
 
-constexpr int64_t kKeys = 128;    // keys a block
-constexpr int64_t kQueries = 64;  // queries a forward task (and a backward inner block)
+constexpr int64_t kKeys = kFusedAttentionKeyBlock;  // keys a block: the CUDA forward walks the same ones
+constexpr int64_t kQueries = 64;                    // queries a forward task (and a backward inner block)
 
 // Rows [i0, i0 + rows) of head h of sequence b in a (B, T, H*Dh) tensor, widened to f32 (dst: rows x Dh); `round`
 // rounds f32 values to bf16 first (an f32 operand of a bf16 product).

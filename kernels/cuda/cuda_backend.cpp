@@ -26,10 +26,6 @@ namespace {
 
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
-constexpr const char* kNoFusedAttention =
-    "attention: the fused kernel is CPU-only for now; on CUDA attention takes the unfused path (head_scores, "
-    "attention_weights, head_context)";
-
 class CudaBackend final : public Backend {
  public:
   CudaBackend() {
@@ -188,12 +184,13 @@ class CudaBackend final : public Backend {
                                 int64_t rows, int64_t n, float scale, float p_drop, bool accumulate) override {
     cuda::softmax_dropout_backward(y, out, out_bf16, gout, gx, rows, n, scale, p_drop, accumulate, stream_);
   }
-  // No FlashAttention kernel for CUDA yet: MultiHeadAttention keeps CUDA on the unfused path (models/attention.cpp),
-  // so only a direct call reaches these.
-  void attention(const FusedAttentionArgs&, void*, bool, float*) override { throw Error(kNoFusedAttention); }
-  void attention_backward(const FusedAttentionArgs&, const void*, bool, const float*, const float*, float*, float*,
-                          float*) override {
-    throw Error(kNoFusedAttention);
+  // FlashAttention-2 on the CUDA cores (kernels/cuda/attention.cu), computing what the CPU kernel computes
+  void attention(const FusedAttentionArgs& a, void* out, bool out_bf16, float* stats) override {
+    cuda::attention_forward(a, out, out_bf16, stats, stream_);
+  }
+  void attention_backward(const FusedAttentionArgs& a, const void* out, bool out_bf16, const float* stats,
+                          const float* gout, float* gq, float* gk, float* gv) override {
+    cuda::attention_backward(a, out, out_bf16, stats, gout, gq, gk, gv, allocator_, stream_);
   }
   void log_softmax(const float* x, const float* mask, float* y, int64_t rows, int64_t n,
                    int64_t rows_per_mask) override {

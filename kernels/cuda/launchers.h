@@ -67,6 +67,12 @@ void cross_entropy_backward(const float* logp, const int32_t* labels, float* glo
                             int32_t ignore_index, float smoothing, float gscale, bool accumulate,
                             CachingAllocator& allocator, cudaStream_t stream);
 
+// attention.cu: FlashAttention-2 forward and backward (heads of up to kCudaFusedAttentionMaxHeadDim; wider ones throw)
+void attention_forward(const FusedAttentionArgs& a, void* out, bool out_bf16, float* stats, cudaStream_t stream);
+void attention_backward(const FusedAttentionArgs& a, const void* out, bool out_bf16, const float* stats,
+                        const float* gout, float* gq, float* gk, float* gv, CachingAllocator& allocator,
+                        cudaStream_t stream);
+
 // embedding.cu: both synchronize and throw hr::Error on a negative id (check_ids)
 void gather_rows(const float* table, const int32_t* ids, float* out, int64_t n_ids, int64_t dim,
                  CachingAllocator& allocator, cudaStream_t stream);

@@ -23,6 +23,8 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->add_flag("--mlm-dense", o->mlm_dense, "an MLM model decodes every position (default: one in 7, as pretraining)");
   cmd->add_flag("--kernels", o->kernels, "also time elementwise, row and optimizer kernels alone on the config's shapes");
+  cmd->add_flag("--attention", o->attention,
+                "time only attention (fused kernel and unfused ops, f32 and bf16) on the first heads layer's shape");
   return {cmd, [o] { return bench_command(*o); }};
 }
 

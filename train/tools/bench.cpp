@@ -13,6 +13,7 @@
 #include "framework/ops.h"
 #include "framework/optim.h"
 #include "framework/random.h"
+#include "models/attention.h"
 #include "models/encoder_model.h"
 #include "models/mlm_head.h"
 #include "models/model_size.h"
@@ -21,6 +22,7 @@
 #include "train/run/data_parallel.h"
 #include "train/run/gradient_reducer.h"
 #include "train/run/training_step.h"
+#include "train/tools/attention_bench.h"
 #include "train/tools/kernel_bench.h"
 
 namespace hr {
@@ -233,6 +235,39 @@ double forward_latency_ms(EncoderModel& model, int64_t B, int64_t T, int64_t voc
 
 namespace {
 
+// bench --attention: attention alone on the first heads layer's shape (train/tools/attention_bench.h), one JSON
+// object a path and precision with --json
+int attention_bench(const BenchOptions& opt, const EncoderModel& model, Device d) {
+  const MultiHeadAttention* attn = nullptr;
+  for (size_t i = 0; i < model.num_layers() && !attn; ++i)
+    if (const AttentionHeads* h = model.layer(i).heads(); h && h->num_heads() > 0)
+      attn = dynamic_cast<const MultiHeadAttention*>(&h->heads_module());
+  if (!attn) throw UsageError("bench --attention: " + opt.config + " has no multi-head attention layer with heads");
+  const AttentionOptions& a = attn->options();
+  const int64_t B = opt.batch, T = opt.seq_len > 0 ? opt.seq_len : model.max_len();
+  const int runs = static_cast<int>(std::max<int64_t>(opt.steps, 3));
+  const std::vector<AttentionTiming> rows = time_attention(d, B, T, a.heads, a.head_dim, a.dropout, runs);
+  const double flops = attention_forward_flops(B, T, a.heads, a.head_dim);
+  if (!opt.json)
+    std::printf("attention alone on %s: batch %lld x seq %lld, %lld heads of %lld, dropout %.2f, median of %d runs\n",
+                device_name(d), static_cast<long long>(B), static_cast<long long>(T), static_cast<long long>(a.heads),
+                static_cast<long long>(a.head_dim), a.dropout, runs);
+  for (const AttentionTiming& r : rows) {
+    const double tflops = 3.5 * flops / (r.forward_backward_ms * 1e-3) / 1e12;
+    if (opt.json) {
+      const nlohmann::json j = {{"framework", "headroom"}, {"device", device_name(d)}, {"path", r.path},
+                                {"precision", r.precision}, {"batch", B}, {"seq_len", T}, {"heads", a.heads},
+                                {"head_dim", a.head_dim}, {"dropout", a.dropout}, {"forward_ms", r.forward_ms},
+                                {"forward_backward_ms", r.forward_backward_ms}, {"forward_backward_tflops", tflops}};
+      std::cout << j.dump() << "\n";
+    } else {
+      std::printf("  %-8s %-5s forward %9.3f ms   forward + backward %9.3f ms  %7.2f TFLOP/s\n", r.path.c_str(),
+                  r.precision.c_str(), r.forward_ms, r.forward_backward_ms, tflops);
+    }
+  }
+  return 0;
+}
+
 // Model FLOPs of one forward pass over a batch of B x T tokens, and of a training step: 3x the forward (forward +
 // backward for inputs and weights).
 struct BenchFlops {
@@ -331,6 +366,7 @@ int bench_command(const BenchOptions& opt) {
   manual_seed(0);
   auto model = build_model(rc.root.child("model"), ModelDims{opt.vocab, opt.classes});
   rc.root.check_all_read();  // the keys train would refuse (train.lerning_rate), refused here too
+  if (opt.attention) return attention_bench(opt, *model, d);
   model->to(d);
   model->set_precision(precision);
   const int64_t B = opt.batch, T = opt.seq_len > 0 ? opt.seq_len : model->max_len();

@@ -17,6 +17,7 @@ struct BenchOptions {
   int64_t inference_runs = 0;  // timed batch inference passes; 0: as many as `steps`
   bool json = false;
   bool kernels = false;  // also time the backend's non-gemm kernels alone (train/tools/kernel_bench.h)
+  bool attention = false;  // time attention alone instead of the model (train/tools/attention_bench.h)
   bool mlm_dense = false;  // an MLM model decodes every position instead of the masked ones (to measure what that costs)
 };
 
