@@ -92,18 +92,21 @@ roles() {
   if [ ${#args[@]} -gt 0 ]; then scripts/head-roles.sh "$out/roles" "${args[@]}"; fi
 }
 
-# Heads kept by importance (Michel et al.) from the fine-tuned 8-head model, seed 0, and its test accuracy
+# The fine-tuned 8-head model (seed 0) pruned without retraining: by importance, and by the gates of the same model
+# fine-tuned 3 more epochs with L0 gates; test accuracy against the heads kept, and inference time (prune-curve.sh)
 prune() {
-  local run=$out/finetune/h8-0
+  local run=$out/finetune/h8-0 gated=$out/prune/h8-l0
   [ -f "$run/wall_ms" ] || { echo "prune: $run not fine-tuned yet" >&2; return 0; }
   mkdir -p "$out/prune"
-  for keep in 32 24 16 12 8 6 4 2 1; do
-    local dir=$out/prune/h8-importance-$keep
-    [ -f "$dir/test.json" ] && continue
-    rm -rf "$dir"
-    "$hr" prune --run "$run" --by importance --keep "$keep" --split eval --out "$dir" >"$dir.log" 2>&1
-    "$hr" eval --run "$dir" --split test --json >"$dir/test.json.tmp" && mv "$dir/test.json.tmp" "$dir/test.json"
-  done
+  if [ ! -f "$gated/complete" ]; then
+    rm -rf "$gated"
+    "$hr" train configs/clinc150-from-pretrain.yaml --quiet --out "$gated" --set train.epochs=3 \
+      --set "model.layers=$(layers_of "$(printf '%s\n' "${arms[@]}" | grep '^h8|')")" \
+      --set "train.init_from=$run/checkpoint-best.safetensors" --set train.gate_lr=0.05 \
+      --set model.layers.0.attention.gates.type=l0 --set model.layers.0.attention.gates.lambda=0.02 >"$gated.log" 2>&1
+    touch "$gated/complete"
+  fi
+  HEADROOM=$hr scripts/prune-curve.sh "$out/prune/curve" "$run" "$gated"
 }
 
 # The training step of each layout, alternating, 5 rounds (pretraining shape, batch 32 x 128)

@@ -68,16 +68,20 @@ def finetuning(out, seeds, names):
 
 
 def pruning(out):
-    runs = sorted(glob.glob(f"{out}/prune/h8-importance-*/test.json"), key=lambda p: -int(p.split("-")[-1].split("/")[0]))
-    if not runs:
+    curve = f"{out}/prune/curve"
+    if not os.path.exists(f"{curve}/curve.tsv"):
         return
-    print("## Pruning the fine-tuned 8-head model (seed 0) by importance\n")
-    print("| heads kept (of 32) | test accuracy % |")
-    print("|---:|---:|")
-    for p in runs:
-        keep = p.split("-")[-1].split("/")[0]
-        print(f"| {keep} | {100 * json.load(open(p))['test']['accuracy']:.2f} |")
-    print()
+    print("## Pruning the fine-tuned 8-head model (seed 0), no retraining (scripts/prune-curve.sh)\n")
+    with open(f"{curve}/curve.tsv") as f:
+        header, *lines = [l.rstrip("\n").split("\t") for l in f if l.strip()]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for l in lines:
+        print("| " + " | ".join(l) + " |")
+    print(f"\n![accuracy against the heads kept]({curve}/curve.png)\n")
+    for extra in ("kept.md", "speed.md"):
+        if os.path.exists(f"{curve}/{extra}"):
+            print(open(f"{curve}/{extra}").read())
 
 
 def speed(out, names):
