@@ -9,7 +9,8 @@
 # Resumable: an interrupted pretraining run is resumed (`train --resume`), a finished one (OUT/pretrain/NAME/complete)
 # skipped, as is a fine-tuning or pruning run that finished; so the work can span sessions. Environment: CORPUS (the
 # training shards, default corpus/wiki_en/train-*.txt as scripts/prepare-wiki.sh writes them), STEPS (pretraining
-# steps, default 6000: 24.6M tokens), SEEDS (fine-tuning seeds, default "0 1 2"), HEADROOM (default build/headroom).
+# steps, default 6000: 24.6M tokens), SEEDS (fine-tuning seeds, default "0 1 2"), HEADROOM (default build/headroom),
+# ARMS (the pretraining arms to run, in that order, e.g. "h8 h1": two processes with disjoint ARMS share the work).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: $0 OUT [pretrain finetune roles prune speed table]" >&2; exit 2; }
@@ -42,7 +43,14 @@ cpu() { lscpu | sed -n 's/^Model name: *//p' | head -1; }
 
 pretrain() {
   mkdir -p "$out/pretrain"
-  for arm in "${arms[@]}"; do
+  local selected=("${arms[@]}")
+  if [ -n "${ARMS:-}" ]; then
+    selected=()
+    for name in $ARMS; do
+      selected+=("$(printf '%s\n' "${arms[@]}" | grep "^$name|")") || { echo "$0: no arm '$name' in ARMS" >&2; exit 2; }
+    done
+  fi
+  for arm in "${selected[@]}"; do
     local name dir
     name=$(name_of "$arm") dir="$out/pretrain/$(name_of "$arm")"
     pretrained "$name" && continue

@@ -124,3 +124,23 @@ TEST_CASE("experiments: fine-tuning waits for its pretraining run and is not rep
 
   CHECK(run_script(d, "bogus").code == 2);
 }
+
+TEST_CASE("experiments: ARMS picks the pretraining arms and their order; an unknown arm is a usage error") {
+  TempDir d;
+  {
+    std::ofstream f(d / "headroom");
+    f << kStub;
+  }
+  fs::permissions(d / "headroom", fs::perms::owner_all);
+  Result r = run_script(d, "pretrain", "ARMS='h8 h1'");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const std::vector<std::string> c = calls(d);
+  REQUIRE(c.size() == 2);
+  CHECK(c[0].find("--out " + (d / "out/pretrain/h8") + " ") != std::string::npos);
+  CHECK(c[1].find("--out " + (d / "out/pretrain/h1") + " ") != std::string::npos);
+  CHECK(!fs::exists(d / "out/pretrain/h4"));
+
+  r = run_script(d, "pretrain", "ARMS='h8 h3'");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("no arm 'h3'") != std::string::npos);
+}
