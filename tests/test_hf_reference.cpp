@@ -244,6 +244,35 @@ TEST_SUITE("python_refs") {
     CHECK(nlohmann::json::parse(read_file(d / "p-export/hf/config.json")).contains("pruned_heads"));
   }
 
+  // pruned_heads on a real model: 6 layers of 12 heads, half of them removed where importance puts them
+  TEST_CASE("all-minilm-l6-v2: fine-tuned, half its heads pruned by importance, exported: transformers' logits") {
+    TempDir d;
+    Result r = headroom("import-hf " + quote(pretrained_dir("all-minilm-l6-v2")) + " --task classification --out " +
+                        quote(d / "run"));
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+    const std::pair<const char*, const char*> texts[] = {
+        {"hello there", "greeting"}, {"what is the weather in paris", "weather"}, {"play the alarm at 5", "alarm"},
+        {"hi", "greeting"}, {"is it cold in london", "weather"}, {"set an alarm", "alarm"}};
+    std::string rows;
+    for (const auto& [text, label] : texts) rows += nlohmann::json{{"text", text}, {"label", label}}.dump() + "\n";
+    write_file(d / "rows.jsonl", rows);
+    r = headroom("train --quiet " + quote(d / "run/config.yaml") + " --out " + quote(d / "ft") +
+                 " --set data.train_path=" + quote(d / "rows.jsonl") + " --set data.test_path=" +
+                 quote(d / "rows.jsonl") + " --set train.init_from=" + quote(d / "run/checkpoint-best.safetensors") +
+                 " --set train.max_steps=4 --set train.batch_size=3 --set train.lr=1e-4 --set train.warmup=0" +
+                 " --set model.pooling=cls_pooler");  // BERT's classifier: sentence-transformers' mean pooling
+                                                       // does not export
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+    r = headroom("prune --run " + quote(d / "ft") + " --checkpoint last --by importance --split test --keep 36 --out " +
+                 quote(d / "p"));
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+    check_export(d / "p", "best", d / "p-export", false);
+    const nlohmann::json pruned = nlohmann::json::parse(read_file(d / "p-export/hf/config.json")).at("pruned_heads");
+    size_t removed = 0;
+    for (const auto& [layer, heads] : pruned.items()) removed += heads.size();
+    CHECK(removed == 36);
+  }
+
   TEST_CASE("a fine-tuned imported span QA model, and a pruned one, exported: transformers' start and end logits") {
     TempDir d;
     REQUIRE(headroom("import-hf " + quote(hf_fixture("bert_tiny_qa")) + " --out " + quote(d / "run")).code == 0);
