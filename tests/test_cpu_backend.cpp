@@ -20,6 +20,7 @@
 #include "kernels/cpu/cpu_parallel.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/math/bf16.h"
+#include "kernels/math/exp.h"
 #include "kernels/math/random.h"
 #include "kernels/math/rows.h"
 #include "tests/gemm_case.h"
@@ -650,6 +651,19 @@ TEST_CASE("softmax with mask and scale, its backward, log_softmax") {
     be().softmax(big.data(), nullptr, o.data(), 4096, 130, 1.f, 1);
     return o;
   }, "softmax");
+}
+
+TEST_CASE("exp_nonpositive: the softmax rows' exp on every backend, within 3e-7 of exp down to -87, 0 below") {
+  double worst = 0;
+  for (float y = 0.f; y >= -87.f; y = y * 1.0001f - 1e-6f) {
+    const double want = std::exp(static_cast<double>(y));
+    worst = std::max(worst, std::abs(math::exp_nonpositive(y) - want) / want);
+  }
+  CHECK(worst < 3e-7);
+  CHECK(math::exp_nonpositive(0.f) == 1.f);
+  CHECK(math::exp_or_zero(-87.5f) == 0.f);
+  CHECK(math::exp_or_zero(-1e9f) == 0.f);
+  CHECK(std::isnan(math::exp_or_zero(NAN)));  // a NaN score stays visible
 }
 
 TEST_CASE("softmax_dropout: attention's weights, their dropout and rounding in one pass, and the backward pass") {

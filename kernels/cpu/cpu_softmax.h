@@ -1,7 +1,7 @@
 // Softmax rows with their dropout for the CPU backend (attention's weights), in loops the compiler vectorises: the
-// exps are cpu_exp.h's, the dropout factors cpu_dropout.h's (forward only: the backward pass reads the mask from the
-// forward's output). One row of attention (T keys) sits in L1, so the passes over it cost little next to the one read
-// of the scores and the writes.
+// exps are kernels/math/exp.h's, the dropout factors cpu_dropout.h's (forward only: the backward pass reads the mask
+// from the forward's output). One row of attention (T keys) sits in L1, so the passes over it cost little next to the
+// one read of the scores and the writes.
 #pragma once
 
 #include <algorithm>
@@ -9,8 +9,8 @@
 #include <cstdint>
 
 #include "kernels/cpu/cpu_dropout.h"
-#include "kernels/cpu/cpu_exp.h"
 #include "kernels/math/bf16.h"
+#include "kernels/math/exp.h"
 
 namespace hr::cpu {
 
@@ -26,7 +26,7 @@ inline void softmax_into(const float* __restrict x, const float* __restrict mask
 #pragma omp simd reduction(+ : sum)
   for (int64_t j = 0; j < n; ++j) {
     const float v = scale * x[j] + (Masked ? mask[j] : 0.f) - mx;
-    const float e = v < -87.f ? 0.f : exp_nonpositive(v);
+    const float e = v < -87.f ? 0.f : math::exp_nonpositive(v);
     p[j] = e;
     sum += e;
   }
