@@ -95,23 +95,22 @@ void dropout_run(const float* x, float* y, int64_t n, uint32_t key, uint32_t low
     y[j] = x[j] * (math::dropout_bits(key, low + static_cast<uint32_t>(j)) >= threshold ? keep : 0.f);
 }
 
-// Rows [r0, r1) of Backend::softmax_dropout through the shared row routine: a row's dropout factors are drawn ahead
-// into scratch + n (cpu::dropout_factors vectorises the draws), its exps kept in y, else in out (f32), else in
-// scratch; scratch holds 2n floats.
-void softmax_dropout_rows(const float* x, const float* mask, float* y, float* out, uint16_t* out_bf16, int64_t r0,
-                          int64_t r1, int64_t n, float scale, int64_t rows_per_mask, const math::DropoutFactors& drop,
-                          float* scratch) {
-  float* f = drop.threshold ? scratch + n : nullptr;
+// Rows [r0, r1) of Backend::softmax_dropout through the shared row routine, each row's exps kept in y or else in
+// scratch, its dropout factors drawn into scratch + n (cpu::RowDropout); scratch holds 2n floats. Flattened: with the
+// row routine a call of its own, rows of 128 with dropout took 3% longer.
+[[gnu::flatten]] void softmax_dropout_rows(const float* x, const float* mask, float* y, float* out, uint16_t* out_bf16,
+                                           int64_t r0, int64_t r1, int64_t n, float scale, int64_t rows_per_mask,
+                                           const math::DropoutFactors& drop, float* scratch) {
   for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * n;
     const float* mr = mask ? mask + r / rows_per_mask * n : nullptr;
     float* yr = y ? y + r * n : nullptr;
     float* outr = out ? out + r * n : nullptr;
     uint16_t* br = out_bf16 ? out_bf16 + r * n : nullptr;
-    float* exps = yr ? yr : outr ? outr : scratch;
-    if (drop.threshold && (outr || br)) {
-      cpu::dropout_factors(drop, static_cast<uint64_t>(r * n), n, f);
-      math::softmax_dropout_row(kRow, xr, mr, yr, outr, br, n, scale, math::RowDropout{f}, exps);
+    float* exps = yr ? yr : scratch;
+    if (drop.threshold) {
+      const cpu::RowDropout row_drop{drop, static_cast<uint64_t>(r * n), scratch + n};
+      math::softmax_dropout_row(kRow, xr, mr, yr, outr, br, n, scale, row_drop, exps);
     } else {
       math::softmax_dropout_row(kRow, xr, mr, yr, outr, br, n, scale, math::NoDropout{}, exps);
     }
