@@ -25,7 +25,7 @@ inline NormalCdf normal_cdf(float x) {
   q = q * t - 0.284496736f;
   q = q * t + 0.254829592f;
   const float e = math::exp_nonpositive(-0.5f * x * x);  // exp(-z^2)
-  const float erfc = q * t * e;                     // erfc(|z|)
+  const float erfc = q * t * e;                           // erfc(|z|)
   return {x >= 0.f ? 2.f - erfc : erfc, e * 0.398942280f};
 }
 
