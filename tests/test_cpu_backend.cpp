@@ -20,6 +20,7 @@
 #include "kernels/cpu/cpu_parallel.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/math/bf16.h"
+#include "kernels/math/exp.h"
 #include "kernels/math/random.h"
 #include "kernels/math/rows.h"
 #include "tests/gemm_case.h"
@@ -652,6 +653,19 @@ TEST_CASE("softmax with mask and scale, its backward, log_softmax") {
   }, "softmax");
 }
 
+TEST_CASE("exp_nonpositive: the softmax rows' exp on every backend, within 3e-7 of exp down to -87, 0 below") {
+  double worst = 0;
+  for (float y = 0.f; y >= -87.f; y = y * 1.0001f - 1e-6f) {
+    const double want = std::exp(static_cast<double>(y));
+    worst = std::max(worst, std::abs(math::exp_nonpositive(y) - want) / want);
+  }
+  CHECK(worst < 3e-7);
+  CHECK(math::exp_nonpositive(0.f) == 1.f);
+  CHECK(math::exp_or_zero(-87.5f) == 0.f);
+  CHECK(math::exp_or_zero(-1e9f) == 0.f);
+  CHECK(std::isnan(math::exp_or_zero(NAN)));  // a NaN score stays visible
+}
+
 TEST_CASE("softmax_dropout: attention's weights, their dropout and rounding in one pass, and the backward pass") {
   const float p = 0.25f, keep = 1.f / (1.f - p), scale = 0.41f;
   const uint64_t seed = 9, edge = (uint64_t{1} << 32) - 300;  // counters that cross a multiple of 2^32 mid-row
@@ -676,15 +690,21 @@ TEST_CASE("softmax_dropout: attention's weights, their dropout and rounding in o
       CHECK(out16 == rounded(out));
       be().softmax_dropout(x.data(), mask.data(), nullptr, alone16.data(), true, rows, n, scale, rpm, 0.f, 0, 0);
       CHECK(alone16 == rounded(ref));  // no dropout: the probabilities themselves
-      // the shared per-row routine the GPU runs (expf instead of the loop's polynomial) agrees
+      // the row routine as the GPU runs it, on one lane: factors drawn one at a time, exps computed twice, the same
+      // numbers (its lanes add the sums in another order)
       const math::DropoutFactors drop(p, seed, offset);
       Vec ry(rows * n), rout(rows * n);
-      for (int64_t r = 0; r < rows; ++r)
+      std::vector<uint16_t> rout16(rows * n);
+      for (int64_t r = 0; r < rows; ++r) {
+        const math::DrawnDropout drawn{drop, static_cast<uint64_t>(r * n)};
         math::softmax_dropout_row(math::SerialLanes{}, x.data() + r * n, mask.data() + r / rpm * n,
-                                  ry.data() + r * n, rout.data() + r * n, nullptr, n, scale, drop,
-                                  static_cast<uint64_t>(r * n));
-      check_close(y, std::vector<double>(ry.begin(), ry.end()), 1e-6, "softmax_dropout_row: probabilities");
-      check_close(out, std::vector<double>(rout.begin(), rout.end()), 1e-6, "softmax_dropout_row: dropped");
+                                  ry.data() + r * n, rout.data() + r * n, nullptr, n, scale, drawn, nullptr);
+        math::softmax_dropout_row(math::SerialLanes{}, x.data() + r * n, mask.data() + r / rpm * n, nullptr,
+                                  nullptr, rout16.data() + r * n, n, scale, drawn, nullptr);
+      }
+      CHECK(ry == y);
+      CHECK(rout == out);
+      CHECK(rout16 == out16);
       int64_t dropped = 0;
       for (int64_t i = 0; i < rows * n; ++i) {
         REQUIRE((out[i] == 0.f) == (rout[i] == 0.f || y[i] == 0.f));
@@ -714,10 +734,14 @@ TEST_CASE("softmax_dropout: attention's weights, their dropout and rounding in o
       CHECK(gx16 == gx);  // the bf16 copy marks the same elements
       be().softmax_dropout_backward(y.data(), out.data(), false, gout.data(), gx_acc.data(), rows, n, scale, p, true);
       check_close(gx_acc, want_acc, 1e-5, "softmax_dropout_backward, accumulating");
-      for (int64_t r = 0; r < rows; ++r)
+      for (int64_t r = 0; r < rows; ++r)  // as the GPU runs it: the gradients computed in each pass
         math::softmax_dropout_backward_row(math::SerialLanes{}, y.data() + r * n, out.data() + r * n, nullptr,
-                                           gout.data() + r * n, gxr.data() + r * n, n, scale, keep, false);
+                                           gout.data() + r * n, gxr.data() + r * n, n, scale, keep, false, nullptr);
       check_close(gxr, want, 1e-5, "softmax_dropout_backward_row");
+      for (int64_t r = 0; r < rows; ++r)
+        math::softmax_dropout_backward_row(math::SerialLanes{}, y.data() + r * n, nullptr, out16.data() + r * n,
+                                           gout.data() + r * n, gxr.data() + r * n, n, scale, keep, false, nullptr);
+      check_close(gxr, want, 1e-5, "softmax_dropout_backward_row, bf16 output");
       // no dropout: softmax_backward's gradient
       Vec plain(rows * n), d0(rows * n);
       be().softmax_backward(y.data(), gout.data(), plain.data(), rows, n, scale, false);

@@ -10,9 +10,9 @@
 #include "kernels/backend_checks.h"
 #include "kernels/base/error.h"
 #include "kernels/cpu/cpu_dropout.h"
-#include "kernels/cpu/cpu_exp.h"
 #include "kernels/cpu/cpu_parallel.h"
 #include "kernels/math/bf16.h"
+#include "kernels/math/exp.h"
 #include "kernels/math/random.h"
 
 namespace hr::cpu {
@@ -128,8 +128,8 @@ void narrow_add_products_t(const float* __restrict w, int64_t rows, const float*
   }
 }
 
-// exp(y) for y <= 0, exactly 0 more than 87 below (as the unfused softmax: the key mask's -1e9 gives exact zeros)
-inline float exp_or_zero(float y) { return y < -87.f ? 0.f : exp_nonpositive(y); }
+// exp(y) for y <= 0, exactly 0 more than 87 below: the unfused softmax's exp (kernels/math/rows.h)
+using math::exp_or_zero;
 
 // s[j] = scale * s[j] + mask[j] for j < n; the block's maximum with `m`
 template <bool Masked>

@@ -37,4 +37,14 @@ inline void dropout_factors(const math::DropoutFactors& drop, uint64_t i0, int64
   });
 }
 
+// math::softmax_dropout_row's dropout for a row that one lane owns: the factors of elements i0 .. i0 + n - 1 of
+// `drop`'s stream drawn into f in one vectorised loop, rather than a hash key an element (math::DrawnDropout).
+struct RowDropout {
+  const math::DropoutFactors& drop;
+  uint64_t i0;
+  float* f;
+  void draw_row(int64_t n) const { dropout_factors(drop, i0, n, f); }
+  float operator()(int64_t j) const { return f[j]; }
+};
+
 }  // namespace hr::cpu

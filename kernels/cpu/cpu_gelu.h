@@ -1,5 +1,5 @@
 // GELU (erf form) and its derivative for the CPU backend, in arithmetic the compiler vectorises: erf by Abramowitz &
-// Stegun 7.1.26 (|error| <= 1.5e-7, the approximation oneDNN's gelu_erf uses as well) and cpu_exp.h's exp. The
+// Stegun 7.1.26 (|error| <= 1.5e-7, the approximation oneDNN's gelu_erf uses as well) and kernels/math/exp.h's exp. The
 // derivative's exp(-x^2/2) is the exp that erf needs, so the backward pass costs one exp and one division an element,
 // as the forward does; oneDNN 2.6's eltwise backward cost twice its forward here
 // (`headroom bench --kernels`, docs/performance.md). The GPU computes the same function with erff (kernels/math/unary.h).
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/cpu/cpu_exp.h"
+#include "kernels/math/exp.h"
 
 namespace hr::cpu {
 
@@ -24,8 +24,8 @@ inline NormalCdf normal_cdf(float x) {
   q = q * t + 1.421413741f;
   q = q * t - 0.284496736f;
   q = q * t + 0.254829592f;
-  const float e = exp_nonpositive(-0.5f * x * x);  // exp(-z^2)
-  const float erfc = q * t * e;                     // erfc(|z|)
+  const float e = math::exp_nonpositive(-0.5f * x * x);  // exp(-z^2)
+  const float erfc = q * t * e;                           // erfc(|z|)
   return {x >= 0.f ? 2.f - erfc : erfc, e * 0.398942280f};
 }
 

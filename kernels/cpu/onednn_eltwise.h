@@ -1,6 +1,6 @@
 // Elementwise functions through oneDNN's JIT primitives (vectorised exp/tanh/logistic), cached by size. The CPU
 // backend uses them for large buffers of exp, tanh and sigmoid; GELU and softmax have their own loops (cpu_gelu.h,
-// cpu_softmax.h), everything else stays on the shared functors.
+// kernels/math/rows.h), everything else stays on the shared functors.
 #pragma once
 
 #include <map>

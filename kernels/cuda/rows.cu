@@ -26,9 +26,11 @@ __global__ void softmax_dropout_kernel(const float* x, const float* mask, float*
   __shared__ float smem[32];
   const Lanes g(smem);
   HR_LANE_ROWS(g, r, rows) {
+    // the exps computed again rather than kept in y or out: keeping them costs a row's global write and read to save
+    // a read of x (and a bf16 output without y has no room for them)
     math::softmax_dropout_row(g, x + r * n, mask ? mask + r / rows_per_mask * n : nullptr, y ? y + r * n : nullptr,
-                              out ? out + r * n : nullptr, out_bf16 ? out_bf16 + r * n : nullptr, n, scale, drop,
-                              static_cast<uint64_t>(r * n));
+                              out ? out + r * n : nullptr, out_bf16 ? out_bf16 + r * n : nullptr, n, scale,
+                              math::DrawnDropout{drop, static_cast<uint64_t>(r * n)}, nullptr);
   }
 }
 
@@ -41,7 +43,7 @@ __global__ void softmax_dropout_backward_kernel(const float* y, const float* out
   HR_LANE_ROWS(g, r, rows) {
     math::softmax_dropout_backward_row(g, y + r * n, out ? out + r * n : nullptr,
                                        out_bf16 ? out_bf16 + r * n : nullptr, gout + r * n, gx + r * n, n, scale,
-                                       keep, accumulate);
+                                       keep, accumulate, nullptr);
   }
 }
 

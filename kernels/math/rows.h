@@ -7,6 +7,7 @@
 #pragma once
 
 #include "kernels/math/bf16.h"
+#include "kernels/math/exp.h"
 #include "kernels/math/hd.h"
 #include "kernels/math/random.h"
 
@@ -19,59 +20,154 @@ struct SerialLanes {
   HR_HD static float max(float v) { return v; }
 };
 
+// Where softmax_dropout_row's dropout factors come from: drop(j) is element j's factor, 1/(1-p) or 0. drop.draw_row(n)
+// is called once a row, after the probabilities and before any drop(j): the CPU's whole-row draw (cpu::RowDropout)
+// ran up to 15% slower ahead of the softmax's passes.
+// No dropout: the multiply by 1 folds away.
+struct NoDropout {
+  HR_HD void draw_row(int64_t) const {}
+  HR_HD float operator()(int64_t) const { return 1.f; }
+};
+// Drawn element by element, element j of the row being element i0 + j of the stream: for lanes that own scattered
+// elements of a row (the GPU's). A stream without dropout gives 1 everywhere.
+struct DrawnDropout {
+  DropoutFactors drop;
+  uint64_t i0;
+  HR_HD void draw_row(int64_t) const {}
+  HR_HD float operator()(int64_t j) const { return drop(i0 + static_cast<uint64_t>(j)); }
+};
+
+namespace detail {
+
+HR_HD void put(float* out, int64_t j, float v) { out[j] = v; }
+HR_HD void put(uint16_t* out_bf16, int64_t j, float v) { out_bf16[j] = to_bf16(v); }
+
+// p = prob(j) into y (KeepY), p * drop(j) into out (f32, or bf16 bits)
+template <bool KeepY, class Lanes, class Prob, class Drop, class Out>
+HR_HD void write_probs(const Lanes& g, int64_t n, const Prob& prob, float* y, const Drop& drop, Out* out) {
+  HR_SIMD
+  for (int64_t j = g.first; j < n; j += g.stride) {
+    const float p = prob(j);
+    if constexpr (KeepY) y[j] = p;
+    put(out, j, p * drop(j));
+  }
+}
+
+// softmax_dropout_row's last pass: y unless it is null, out or out_bf16 unless null
+template <class Lanes, class Prob, class Drop>
+HR_HD void write_probs(const Lanes& g, int64_t n, const Prob& prob, float* y, const Drop& drop, float* out,
+                       uint16_t* out_bf16) {
+  if (y && out) write_probs<true>(g, n, prob, y, drop, out);
+  else if (y && out_bf16) write_probs<true>(g, n, prob, y, drop, out_bf16);
+  else if (out) write_probs<false>(g, n, prob, y, drop, out);
+  else if (out_bf16) write_probs<false>(g, n, prob, y, drop, out_bf16);
+  else {
+    HR_SIMD
+    for (int64_t j = g.first; j < n; j += g.stride) y[j] = prob(j);
+  }
+}
+
+template <bool Masked, class Lanes, class Drop>
+HR_HD void softmax_dropout_masked(const Lanes& g, const float* x, const float* mask, float* y, float* out,
+                                  uint16_t* out_bf16, int64_t n, float scale, const Drop& drop, float* exps) {
+  const auto score = [=](int64_t j) { return scale * x[j] + (Masked ? mask[j] : 0.f); };
+  float mx = -INFINITY;
+  HR_SIMD_MAX(mx)
+  for (int64_t j = g.first; j < n; j += g.stride) {
+    const float s = score(j);
+    mx = mx < s ? s : mx;
+  }
+  mx = g.max(mx);
+  float sum = 0.f;
+  if (exps) {
+    HR_SIMD_SUM(sum)
+    for (int64_t j = g.first; j < n; j += g.stride) {
+      const float e = exp_or_zero(score(j) - mx);
+      exps[j] = e;
+      sum += e;
+    }
+  } else {
+    HR_SIMD_SUM(sum)
+    for (int64_t j = g.first; j < n; j += g.stride) sum += exp_or_zero(score(j) - mx);
+  }
+  const float inv = 1.f / g.sum(sum);
+  // Kept exps become the probabilities in place, in a pass of their own: folded into the last pass (one read of y
+  // fewer) the CPU ran 1.3x slower with y and out f32 rows of 512.
+  if (exps) {
+    HR_SIMD
+    for (int64_t j = g.first; j < n; j += g.stride) exps[j] *= inv;
+  }
+  float* y_left = exps == y ? nullptr : y;
+  if (!y_left && !out && !out_bf16) return;
+  drop.draw_row(n);
+  if (exps) write_probs(g, n, [=](int64_t j) { return exps[j]; }, y_left, drop, out, out_bf16);
+  else write_probs(g, n, [=](int64_t j) { return exp_or_zero(score(j) - mx) * inv; }, y_left, drop, out, out_bf16);
+}
+
+// gx (+)= scale * y * (d(j) - <d, y>), d(j) the gradient of output j
+template <class Lanes, class Grad>
+HR_HD void softmax_backward_of(const Lanes& g, const float* y, const Grad& d, float* gx, int64_t n, float scale,
+                               bool accumulate) {
+  float dot = 0.f;
+  HR_SIMD_SUM(dot)
+  for (int64_t j = g.first; j < n; j += g.stride) dot += d(j) * y[j];
+  dot = g.sum(dot);
+  if (accumulate) {
+    HR_SIMD
+    for (int64_t j = g.first; j < n; j += g.stride) gx[j] += scale * y[j] * (d(j) - dot);
+  } else {
+    HR_SIMD
+    for (int64_t j = g.first; j < n; j += g.stride) gx[j] = scale * y[j] * (d(j) - dot);
+  }
+}
+
+}  // namespace detail
+
+// p = softmax(scale * x + mask) over a row (mask may be null), written to y unless it is null, and p * drop(j) to out
+// (f32) or out_bf16 unless both are null: softmax, and attention's weights with their dropout and rounding. Every
+// backend's softmax. exps (n floats, which may be y) keeps the exps between the passes; null computes them again in
+// the last pass, trading arithmetic for memory traffic (the GPU). Scores more than 87 below the row's maximum get
+// probability 0, so the key mask's -1e9 gives exact zeros.
+template <class Lanes, class Drop>
+HR_HD void softmax_dropout_row(const Lanes& g, const float* x, const float* mask, float* y, float* out,
+                               uint16_t* out_bf16, int64_t n, float scale, const Drop& drop, float* exps) {
+  if (!y && !out && !out_bf16) return;
+  if (mask) detail::softmax_dropout_masked<true>(g, x, mask, y, out, out_bf16, n, scale, drop, exps);
+  else detail::softmax_dropout_masked<false>(g, x, mask, y, out, out_bf16, n, scale, drop, exps);
+}
+
 // gx (+)= scale * y * (gy - <gy, y>)
 template <class Lanes>
 HR_HD void softmax_backward_row(const Lanes& g, const float* y, const float* gy, float* gx, int64_t n, float scale,
                                 bool accumulate) {
-  float dot = 0.f;
-  HR_SIMD_SUM(dot)
-  for (int64_t j = g.first; j < n; j += g.stride) dot += gy[j] * y[j];
-  dot = g.sum(dot);
-  for (int64_t j = g.first; j < n; j += g.stride) {
-    const float v = scale * y[j] * (gy[j] - dot);
-    gx[j] = accumulate ? gx[j] + v : v;
-  }
+  detail::softmax_backward_of(g, y, [=](int64_t j) { return gy[j]; }, gx, n, scale, accumulate);
 }
 
-// p = softmax(scale * x + mask) (mask may be null), written to y unless it is null, and p * drop(i0 + j) to out (f32)
-// or out_bf16 unless null: softmax (no dropout, no out), and attention's weights and their dropout, in one pass. The
-// exps are computed twice rather than stored, so the row needs no scratch (y may be null when nothing is recorded).
-template <class Lanes>
-HR_HD void softmax_dropout_row(const Lanes& g, const float* x, const float* mask, float* y, float* out,
-                               uint16_t* out_bf16, int64_t n, float scale, const DropoutFactors& drop, uint64_t i0) {
-  float mx = -INFINITY;
-  for (int64_t j = g.first; j < n; j += g.stride) mx = fmaxf(mx, scale * x[j] + (mask ? mask[j] : 0.f));
-  mx = g.max(mx);
-  float sum = 0.f;
-  for (int64_t j = g.first; j < n; j += g.stride) sum += expf(scale * x[j] + (mask ? mask[j] : 0.f) - mx);
-  const float inv = 1.f / g.sum(sum);
-  for (int64_t j = g.first; j < n; j += g.stride) {
-    const float p = expf(scale * x[j] + (mask ? mask[j] : 0.f) - mx) * inv;
-    if (y) y[j] = p;
-    const float o = p * drop(i0 + static_cast<uint64_t>(j));
-    if (out) out[j] = o;
-    if (out_bf16) out_bf16[j] = to_bf16(o);
-  }
-}
-
-// The gradient of a dropped weight: gout * keep where the forward's output (f32 or bf16 bits) is not 0, else 0.
-HR_HD float dropped_grad(float gout, const float* out, const uint16_t* out_bf16, int64_t j, float keep) {
-  if (out) return out[j] != 0.f ? gout * keep : 0.f;
-  if (out_bf16) return (out_bf16[j] & 0x7FFFu) != 0 ? gout * keep : 0.f;
-  return gout;
-}
-
-// gx (+)= scale * y * (d - <d, y>) with d = dropped_grad(gout): Backend::softmax_dropout_backward's row
+// Backend::softmax_dropout_backward's row: softmax_backward_row with gout * keep where the forward kept the weight
+// (its output out, f32, or out_bf16, bf16 bits, is not 0) and 0 where it dropped it; both null: no dropout. d (n
+// floats) holds those gradients between the passes, so that the sum adds in the same order for either output type
+// (vectorised, the two loops would differ in width); null computes them in each pass (the GPU).
 template <class Lanes>
 HR_HD void softmax_dropout_backward_row(const Lanes& g, const float* y, const float* out, const uint16_t* out_bf16,
                                         const float* gout, float* gx, int64_t n, float scale, float keep,
-                                        bool accumulate) {
-  float dot = 0.f;
-  for (int64_t j = g.first; j < n; j += g.stride) dot += dropped_grad(gout[j], out, out_bf16, j, keep) * y[j];
-  dot = g.sum(dot);
-  for (int64_t j = g.first; j < n; j += g.stride) {
-    const float v = scale * y[j] * (dropped_grad(gout[j], out, out_bf16, j, keep) - dot);
-    gx[j] = accumulate ? gx[j] + v : v;
+                                        bool accumulate, float* d) {
+  const auto kept_f32 = [=](int64_t j) { return out[j] != 0.f ? gout[j] * keep : 0.f; };
+  const auto kept_bf16 = [=](int64_t j) { return (out_bf16[j] & 0x7FFFu) != 0 ? gout[j] * keep : 0.f; };
+  if (!out && !out_bf16) {
+    softmax_backward_row(g, y, gout, gx, n, scale, accumulate);
+  } else if (d) {
+    if (out) {
+      HR_SIMD
+      for (int64_t j = g.first; j < n; j += g.stride) d[j] = kept_f32(j);
+    } else {
+      HR_SIMD
+      for (int64_t j = g.first; j < n; j += g.stride) d[j] = kept_bf16(j);
+    }
+    softmax_backward_row(g, y, d, gx, n, scale, accumulate);
+  } else if (out) {
+    detail::softmax_backward_of(g, y, kept_f32, gx, n, scale, accumulate);
+  } else {
+    detail::softmax_backward_of(g, y, kept_bf16, gx, n, scale, accumulate);
   }
 }
 
