@@ -14,6 +14,7 @@
 #include "kernels/base/error.h"
 #include "kernels/cuda/attention_tiles.h"
 #include "kernels/math/bf16.h"
+#include "kernels/math/exp.h"  // exp_or_zero: the CPU kernel's exps, cut to 0 below -87
 #include "kernels/math/random.h"
 
 // Loops nvcc unrolls (fully, or four iterations at a time); the host compiler, which knows no such pragma, as it likes
@@ -60,10 +61,6 @@ __device__ float load(const void* src, bool bf16, int64_t at) {
 
 // x rounded to bf16 (and widened back) when `round`: a value as a bf16 product reads it
 __device__ float round_if(float x, bool round) { return round ? math::from_bf16(math::to_bf16(x)) : x; }
-
-// exp(y) for y <= 0, exactly 0 more than 87 below: the CPU kernel's exp_or_zero (the key mask's -1e9 gives exact
-// zeros, as in the unfused softmax)
-__device__ float exp_or_zero(float y) { return y < -87.f ? 0.f : expf(y); }
 
 // The maximum and the sum over the 16 threads of a half warp, the threads of one ty, which share their rows; every
 // thread of the warp must call them together (the shuffles name the whole warp). An XOR below 16 stays in the half.
@@ -164,14 +161,14 @@ __global__ void __launch_bounds__(attn::kThreads) forward_kernel(Params p, void*
         if (j < nk) mx = fmaxf(mx, s[ii][jj]);
       }
       mx = half_warp_max(mx);
-      const float shrink = exp_or_zero(m[ii] - mx);  // 0 at the first block (m = -inf)
+      const float shrink = math::exp_or_zero(m[ii] - mx);  // 0 at the first block (m = -inf)
       const RowDraws drop(p.drop, attn::weight_counter(p.H, p.Tq, p.Tk, b, h, i0 + i, j0));
       float sum = 0.f;
       HR_UNROLL
       for (int jj = 0; jj < RJ; ++jj) {
         const int j = tx + kSide * jj;
         // (s - max) first: a padded row's scores and maximum are both near -1e9, where only their difference is exact
-        float w = j < nk ? exp_or_zero(s[ii][jj] - mx) : 0.f;
+        float w = j < nk ? math::exp_or_zero(s[ii][jj] - mx) : 0.f;
         sum += w;
         if (j < nk) w = round_if(w * drop(j), p.bf16);
         ws[i * PS + j] = w;
@@ -329,7 +326,7 @@ __device__ void score_grads(const BackwardTiles<KD>& t, const Params& p, int64_t
       float w = 0.f, g = 0.f;
       if (i < mq && j < nk) {
         const float x = p.scale * s[ii][jj] + t.mask[j];
-        const float e = exp_or_zero((x - t.row_max[i]) - t.row_log[i]);
+        const float e = math::exp_or_zero((x - t.row_max[i]) - t.row_log[i]);
         const float f = drop(j);
         w = round_if(e * f, p.bf16);
         g = round_if(p.scale * e * (dp[ii][jj] * f - t.row_dot[i]), p.bf16);
