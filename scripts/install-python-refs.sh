@@ -2,7 +2,7 @@
 # Installs the Python reference implementations that scripts/hf-parity.py and tests/test_hf_reference.cpp compare
 # headroom with: transformers (below 5, which dropped BERT's head pruning), tokenizers, safetensors and torch (PyPI's
 # torch, with its CUDA libraries: several GB); and onnxruntime with onnx (about 40 MB), the reference inference
-# runtime that headroom's CPU speed is compared with beside PyTorch, on a model torch.onnx.export writes.
+# runtime that headroom's CPU speed is compared with beside PyTorch (scripts/bert-small-speed-compare.sh).
 # They go into a virtual environment, ~/.cache/headroom/pyref by default (HEADROOM_PYREF=DIR for another), so the
 # system's python3 is left as it is; the test and the parity script find that environment by itself.
 # Not part of CI (.ci/run, scripts/test.sh): the test counts as skipped without these packages.

@@ -1,4 +1,4 @@
-"""PyTorch 2.x and onnxruntime timed on a BERT sequence classifier on the CPU, the references for headroom bench.
+"""PyTorch 2.x and onnxruntime timed on a BERT sequence classifier on the CPU, for scripts/bert-small-speed-compare.sh.
 
 transformers' BertForSequenceClassification with random weights, bge-small-en-v1.5's shape by default (12 post-LN
 layers, hidden 384, 12 heads of 32, FFN 1536, exact GELU, LayerNorm eps 1e-12, 30522-token vocabulary, 512 positions,
