@@ -317,6 +317,12 @@ TEST_CASE("headroom import-hf, then predict, eval and a fine-tune through the no
   CHECK_MESSAGE(r.output.find(": vocabulary " + std::to_string(Vocab::load(run + "/vocab.txt").size()) + ",") !=
                     std::string::npos,
                 r.output);
+  // ... and so does bench: the parameters it times are the run's
+  const std::string total = r.output.substr(r.output.find("total: ") + 7);
+  r = headroom("bench " + quote(run + "/config.yaml") +
+               " --batch 2 --seq-len 16 --steps 1 --warmup 0 --inference-runs 1 --json");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(r.output.find("\"parameters\":" + total.substr(0, total.find(' ')) + ",") != std::string::npos);
 
   // a tiny SQuAD file in the fixture's vocabulary
   const std::vector<std::array<std::string, 3>> qa = {
