@@ -35,6 +35,15 @@ done
 exit 0
 )";
 
+// The stand-in, as d/headroom.
+void write_stub(const TempDir& d) {
+  {
+    std::ofstream f(d / "headroom");
+    f << kStub;
+  }
+  fs::permissions(d / "headroom", fs::perms::owner_all);
+}
+
 std::vector<std::string> calls(const TempDir& d) {
   std::vector<std::string> out;
   std::ifstream f(d / "calls");
@@ -58,11 +67,7 @@ int count(const std::vector<std::string>& lines, const std::string& needle) {
 
 TEST_CASE("experiments: pretraining runs are skipped when complete and resumed when interrupted") {
   TempDir d;
-  {
-    std::ofstream f(d / "headroom");
-    f << kStub;
-  }
-  fs::permissions(d / "headroom", fs::perms::owner_all);
+  write_stub(d);
 
   // the second arm (4 heads) is killed after its first checkpoint: the script stops there
   Result r = run_script(d, "pretrain", "FAIL_ON='heads: 4,'");
@@ -101,11 +106,7 @@ TEST_CASE("experiments: pretraining runs are skipped when complete and resumed w
 
 TEST_CASE("experiments: fine-tuning waits for its pretraining run and is not repeated") {
   TempDir d;
-  {
-    std::ofstream f(d / "headroom");
-    f << kStub;
-  }
-  fs::permissions(d / "headroom", fs::perms::owner_all);
+  write_stub(d);
   fs::create_directories(d / "out/pretrain/h8");
   std::ofstream(d / "out/pretrain/h8/complete").close();
 
@@ -127,11 +128,7 @@ TEST_CASE("experiments: fine-tuning waits for its pretraining run and is not rep
 
 TEST_CASE("experiments: ARMS picks the pretraining arms and their order; an unknown arm is a usage error") {
   TempDir d;
-  {
-    std::ofstream f(d / "headroom");
-    f << kStub;
-  }
-  fs::permissions(d / "headroom", fs::perms::owner_all);
+  write_stub(d);
   Result r = run_script(d, "pretrain", "ARMS='h8 h1'");
   REQUIRE_MESSAGE(r.code == 0, r.output);
   const std::vector<std::string> c = calls(d);
