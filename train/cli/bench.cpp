@@ -4,7 +4,6 @@
 #include <memory>
 
 #include "train/cli/command.h"
-#include "train/tokenizer/vocab.h"
 #include "train/tools/bench.h"
 
 namespace hr {
@@ -14,11 +13,10 @@ namespace {
 // A run's config.yaml names neither its vocabulary nor its labels: the run's vocab.txt and labels.txt beside it give
 // their sizes, unless --vocab / --classes say otherwise.
 void take_run_sizes(BenchOptions& o, bool vocab_given, bool classes_given) {
-  const std::filesystem::path config(o.config), dir = config.parent_path();
+  const std::filesystem::path config(o.config);
   if (config.filename() != "config.yaml") return;
-  if (!vocab_given && std::filesystem::exists(dir / "vocab.txt"))
-    o.vocab = static_cast<int64_t>(Vocab::load((dir / "vocab.txt").string()).size());
-  std::ifstream labels(dir / "labels.txt");
+  if (const int64_t v = vocab_given ? 0 : run_vocab_size(o.config); v > 0) o.vocab = v;
+  std::ifstream labels(config.parent_path() / "labels.txt");
   int64_t n = 0;
   for (std::string line; std::getline(labels, line);) n += !line.empty();
   if (!classes_given && n > 0) o.classes = n;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -41,5 +42,8 @@ void add_precision_option(CLI::App* cmd, std::vector<std::string>& overrides);
 CLI::Validator positive_number();
 CLI::Validator non_negative_number();
 CLI::Validator finite_number();
+// The size of a run's vocabulary when `config` is a run directory's config.yaml (which names none: the run's vocab.txt
+// sits beside it), else 0.
+int64_t run_vocab_size(const std::string& config);
 
 }  // namespace hr

@@ -19,11 +19,9 @@ int info_command(const std::string& config, const std::vector<std::string>& over
   // a run's config.yaml has the task's files (labels.txt) beside it; an imported run has no data files
   const std::string dir = std::filesystem::path(config).parent_path().string();
   if (rc.data.present) dims = make_task(rc.root, TaskContext{rc.data, dir, true, ""})->dims();
-  // a run's config.yaml names no vocabulary: the run's own vocab.txt sits beside it
-  const std::filesystem::path run_vocab = std::filesystem::path(dir) / "vocab.txt";
-  const bool in_run = std::filesystem::path(config).filename() == "config.yaml" && std::filesystem::exists(run_vocab);
   if (!rc.tokenizer.vocab.empty()) dims.vocab_size = Vocab::load(rc.tokenizer.vocab).size();
-  else dims.vocab_size = in_run ? Vocab::load(run_vocab.string()).size() : rc.tokenizer.vocab_size;
+  else if (const int64_t v = run_vocab_size(config); v > 0) dims.vocab_size = v;  // a run's config names none
+  else dims.vocab_size = rc.tokenizer.vocab_size;
   auto model = build_model_shapes(rc.root.child("model"), dims);  // a model of any size, described, not allocated
   rc.root.check_all_read();  // the keys train would refuse (train.lerning_rate), refused here too
   std::cout << config << ": vocabulary " << dims.vocab_size << ", " << dims.num_labels << " labels\n";

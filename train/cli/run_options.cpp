@@ -1,6 +1,8 @@
 #include <cmath>
+#include <filesystem>
 
 #include "train/cli/command.h"
+#include "train/tokenizer/vocab.h"
 
 namespace hr {
 
@@ -38,6 +40,12 @@ void add_precision_option(CLI::App* cmd, std::vector<std::string>& overrides) {
          "--precision", [&overrides](const std::string& p) { overrides.push_back("train.precision=" + p); },
          "f32 | bf16: the matmuls' precision (default: the run's train.precision)")
       ->check(CLI::IsMember({"f32", "bf16"}));
+}
+
+int64_t run_vocab_size(const std::string& config) {
+  const std::filesystem::path path(config), vocab = path.parent_path() / "vocab.txt";
+  if (path.filename() != "config.yaml" || !std::filesystem::exists(vocab)) return 0;
+  return static_cast<int64_t>(Vocab::load(vocab.string()).size());
 }
 
 }  // namespace hr
