@@ -2,7 +2,7 @@
 # What the heads of several runs look at, side by side (`headroom heads --roles`, Clark et al. 2019), on the same two
 # texts: 256 English Wikipedia paragraphs (tests/fixtures/wiki_en_tiny/tiny.txt, cut to 128 tokens) and the 3,000
 # CLINC150 validation queries. Per run and text: the table and six heatmaps in OUT, and a summary in OUT/roles.md.
-# Usage: scripts/head-roles.sh OUT NAME=RUN [NAME=RUN ...]
+# Usage: scripts/head-roles.sh OUT NAME=RUN [NAME=RUN ...]   (HEADROOM: the binary, default build/headroom)
 #   scripts/head-roles.sh ../roles minilm=runs/minilm pretrained=runs/pretrain scratch=runs/clinc150-scratch
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ python3 -c 'import json, sys; [print(t) for t, _ in json.load(open(sys.argv[1]))
 for arg in "$@"; do
   name=${arg%%=*} run=${arg#*=}
   for text in wiki clinc150; do
-    build/headroom heads --run "$run" --roles --text-file "$out/$text.txt" --png "$out/$name-$text.png" \
+    "${HEADROOM:-build/headroom}" heads --run "$run" --roles --text-file "$out/$text.txt" --png "$out/$name-$text.png" \
       >"$out/$name-$text.txt"
   done
 done

@@ -2,23 +2,24 @@
 # The head questions on pretrained encoders (issue #34, docs/heads-results.md): matched MLM pretraining runs that differ
 # only in their heads (1, 4, 8, 16 heads over the same 256 attention dimensions, so the same parameters; 8 narrower
 # heads below and 4 wider above; talking heads on 8; a second seed of 8 for the seed-to-seed spread), every pretrained
-# model fine-tuned on CLINC150 over seeds, what the pretrained heads attend to, a pruning curve of a fine-tuned 8-head
-# model, and the step time of each layout.
+# model fine-tuned on CLINC150 over seeds and on bAbI task 1, the same layouts fine-tuned from scratch, what the
+# pretrained heads attend to, a pruning curve of a fine-tuned 8-head model, and the step time of each layout.
 # Usage: scripts/pretrained-heads-experiments.sh OUT [PART ...]
-#   PART: pretrain finetune roles prune speed table (default: all, in that order)
+#   PART: pretrain finetune scratch roles prune speed table (default: all, in that order)
 # Resumable: an interrupted pretraining run is resumed (`train --resume`), a finished one (OUT/pretrain/NAME/complete)
 # skipped, as is a fine-tuning or pruning run that finished; so the work can span sessions. Environment: CORPUS (the
 # training shards, default corpus/wiki_en/train-*.txt as scripts/prepare-wiki.sh writes them), STEPS (pretraining
-# steps, default 6000: 24.6M tokens), SEEDS (fine-tuning seeds, default "0 1 2"), HEADROOM (default build/headroom),
-# ARMS (the pretraining arms to run, in that order, e.g. "h8 h1": two processes with disjoint ARMS share the work).
+# steps, default 6000: 24.6M tokens), SEEDS (CLINC150 seeds, default "0 1 2"), QA_SEEDS (bAbI seeds, default "0"),
+# HEADROOM (default build/headroom), ARMS (the pretraining arms to run, in that order, e.g. "h8 h1": two processes with
+# disjoint ARMS share the work), ROLES_EXTRA (more NAME=RUN pairs for the roles part, e.g. a real pretrained model).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { echo "usage: $0 OUT [pretrain finetune roles prune speed table]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 OUT [pretrain finetune scratch roles prune speed table]" >&2; exit 2; }
 out=$1
 shift
-read -r -a parts <<<"${*:-pretrain finetune roles prune speed table}"
+read -r -a parts <<<"${*:-pretrain finetune scratch roles prune speed table}"
 hr=${HEADROOM:-build/headroom}
-steps=${STEPS:-6000} seeds=${SEEDS:-0 1 2} corpus=${CORPUS:-corpus/wiki_en/train-*.txt}
+steps=${STEPS:-6000} seeds=${SEEDS:-0 1 2} qa_seeds=${QA_SEEDS:-0} corpus=${CORPUS:-corpus/wiki_en/train-*.txt}
 
 # configs/pretrain-wiki.yaml with the budget of these runs: f32 (bf16 steps at 0.6x f32's rate on a CPU without AMX:
 # docs/pretraining.md) and batch 32 (twice the steps for the same tokens)
@@ -41,15 +42,17 @@ seed_of() { echo "${1##*|}"; }
 pretrained() { [ -f "$out/pretrain/$1/complete" ]; }
 cpu() { lscpu | sed -n 's/^Model name: *//p' | head -1; }
 
+# The arms ARMS names, in its order (all of them without it): pretrain, finetune and scratch work on these
+selected=("${arms[@]}")
+if [ -n "${ARMS:-}" ]; then
+  selected=()
+  for name in $ARMS; do
+    selected+=("$(printf '%s\n' "${arms[@]}" | grep "^$name|")") || { echo "$0: no arm '$name' in ARMS" >&2; exit 2; }
+  done
+fi
+
 pretrain() {
   mkdir -p "$out/pretrain"
-  local selected=("${arms[@]}")
-  if [ -n "${ARMS:-}" ]; then
-    selected=()
-    for name in $ARMS; do
-      selected+=("$(printf '%s\n' "${arms[@]}" | grep "^$name|")") || { echo "$0: no arm '$name' in ARMS" >&2; exit 2; }
-    done
-  fi
   for arm in "${selected[@]}"; do
     local name dir
     name=$(name_of "$arm") dir="$out/pretrain/$(name_of "$arm")"
@@ -67,37 +70,65 @@ pretrain() {
   done
 }
 
-# fine-tune NAME SEED: CLINC150 from pretraining run NAME (configs/clinc150-from-pretrain.yaml), once
+# The two fine-tuning tasks: CLINC150 intents (3 seeds) and bAbI task 1 as extractive QA (SQuAD half 1 -> half 2 is
+# hours a run on this machine and near zero for these small models), each TASK|config|directory under OUT
+tasks=("clinc150|configs/clinc150-from-pretrain.yaml|finetune" "babi|configs/babi-qa1-from-pretrain.yaml|finetune-babi")
+
+# fine-tune TASK NAME SEED [scratch]: the task from pretraining run NAME, or from scratch with the same layout and
+# recipe (OUT/scratch, OUT/scratch-babi), once
 finetune_one() {
-  local arm dir=$out/finetune/$1-$2
-  arm=$(printf '%s\n' "${arms[@]}" | grep "^$1|")
+  local task arm config dir init=()
+  task=$(printf '%s\n' "${tasks[@]}" | grep "^$1|")
+  arm=$(printf '%s\n' "${arms[@]}" | grep "^$2|")
+  config=$(layers_of "$task") dir=${task##*|}
+  if [ "${4:-}" = scratch ]; then
+    dir=$out/${dir/finetune/scratch}/$2-$3
+  else
+    dir=$out/$dir/$2-$3 init=(--set "train.init_from=$out/pretrain/$2/checkpoint-best.safetensors")
+  fi
   [ -f "$dir/wall_ms" ] && return 0
   rm -rf "$dir"
+  mkdir -p "$(dirname "$dir")"
   local t0
   t0=$(date +%s%N)
-  "$hr" train configs/clinc150-from-pretrain.yaml --quiet --out "$dir" --set "train.seed=$2" \
-    --set "model.layers=$(layers_of "$arm")" \
-    --set "train.init_from=$out/pretrain/$1/checkpoint-best.safetensors" >"$dir.log" 2>&1
+  "$hr" train "$config" --quiet --out "$dir" --set "train.seed=$3" --set "model.layers=$(layers_of "$arm")" \
+    "${init[@]}" >"$dir.log" 2>&1
   echo "$((($(date +%s%N) - t0) / 1000000))" >"$dir/wall_ms"
 }
 
+# every pretrained arm (seed 0 of pretraining for the scratch baselines) on both tasks: CLINC150 over SEEDS, bAbI over
+# QA_SEEDS
 finetune() {
-  mkdir -p "$out/finetune"
-  for seed in $seeds; do
-    for arm in "${arms[@]}"; do
-      local name
-      name=$(name_of "$arm")
-      if pretrained "$name"; then finetune_one "$name" "$seed"; else echo "finetune: $name not pretrained yet" >&2; fi
+  local how=${1:-}
+  for task in clinc150 babi; do
+    local task_seeds=$seeds
+    if [ $task = babi ]; then task_seeds=$qa_seeds; fi
+    for seed in $task_seeds; do
+      for arm in "${selected[@]}"; do
+        local name
+        name=$(name_of "$arm")
+        if [ "$how" = scratch ]; then
+          if [ "$(seed_of "$arm")" = 0 ]; then finetune_one $task "$name" "$seed" scratch; fi
+        elif pretrained "$name"; then
+          finetune_one $task "$name" "$seed"
+        else
+          echo "finetune: $name not pretrained yet" >&2
+        fi
+      done
     done
   done
 }
+
+scratch() { finetune scratch; }
 
 roles() {
   local args=()
   for arm in "${arms[@]}"; do
     pretrained "$(name_of "$arm")" && args+=("$(name_of "$arm")=$out/pretrain/$(name_of "$arm")")
   done
-  if [ ${#args[@]} -gt 0 ]; then scripts/head-roles.sh "$out/roles" "${args[@]}"; fi
+  read -r -a extra <<<"${ROLES_EXTRA:-}"
+  args+=("${extra[@]}")
+  if [ ${#args[@]} -gt 0 ]; then HEADROOM=$hr scripts/head-roles.sh "$out/roles" "${args[@]}"; fi
 }
 
 # The fine-tuned 8-head model (seed 0) pruned without retraining: by importance, and by the gates of the same model
@@ -142,14 +173,14 @@ table() {
     "$hr" curves "${pretrained_runs[@]}" --metric eval.perplexity --x tokens \
       --title "validation perplexity against tokens seen" --out "$out/pretrain-perplexity.png"
   fi
-  python3 scripts/pretrained_heads_table.py "$out" "$seeds" "${names[@]}" >"$out/results.md"
+  python3 scripts/pretrained_heads_table.py "$out" "$seeds" "$qa_seeds" "${names[@]}" >"$out/results.md"
   echo "CPU: $(cpu)" >>"$out/results.md"
   cat "$out/results.md"
 }
 
 for part in "${parts[@]}"; do
   case $part in
-    pretrain | finetune | roles | prune | speed | table) "$part" ;;
-    *) echo "$0: unknown part '$part' (pretrain finetune roles prune speed table)" >&2; exit 2 ;;
+    pretrain | finetune | scratch | roles | prune | speed | table) "$part" ;;
+    *) echo "$0: unknown part '$part' (pretrain finetune scratch roles prune speed table)" >&2; exit 2 ;;
   esac
 done

@@ -1,7 +1,7 @@
 """The tables of scripts/pretrained-heads-experiments.sh from its OUT directory: pretraining (final validation figures,
-tokens, rate), fine-tuning on CLINC150 (test accuracy, mean +- sd over seeds), the pruning curve and the step time of
-each layout. A part not run yet is left out.
-Usage: python3 scripts/pretrained_heads_table.py OUT "SEEDS" NAME [NAME ...]"""
+tokens, rate), fine-tuning on CLINC150 and bAbI task 1 from each pretrained run and from scratch (mean +- sd over
+seeds), the pruning curve and the step time of each layout. A part not run yet is left out.
+Usage: python3 scripts/pretrained_heads_table.py OUT "SEEDS" "QA_SEEDS" NAME [NAME ...]"""
 import glob
 import json
 import os
@@ -50,21 +50,44 @@ def layout(cfg):
             f"{' talking' if g['attention'].get('talking_heads') else ''})" for g in model["layers"]]
 
 
-def finetuning(out, seeds, names):
-    done = {n: [f"{out}/finetune/{n}-{s}" for s in seeds if os.path.exists(f"{out}/finetune/{n}-{s}/wall_ms")]
-            for n in names}
-    if not any(done.values()):
-        return
-    print("## Fine-tuned on CLINC150 (in-scope test accuracy, best-validation checkpoint)\n")
-    print("| pretrained run | seeds | test accuracy % | wall s |")
-    print("|---|---:|---:|---:|")
-    for n, runs in done.items():
-        if not runs:
+def test_accuracy(run):
+    """CLINC150: the in-scope test accuracy of the best-validation checkpoint, %."""
+    return 100 * [r for r in rows(f"{run}/metrics.jsonl") if "test" in r][-1]["test"]["accuracy"]
+
+
+def last_exact_match(run):
+    """bAbI task 1: exact match of the last checkpoint on the test file (bAbI has no dev set: no checkpoint is picked
+    by it), %."""
+    return [r for r in rows(f"{run}/metrics.jsonl") if "eval" in r][-1]["eval"]["exact_match"]
+
+
+FINETUNING = [
+    ("finetune", "Fine-tuned on CLINC150 (in-scope test accuracy %, best-validation checkpoint)", test_accuracy),
+    ("finetune-babi", "Fine-tuned on bAbI task 1 (exact match % on its test file, last checkpoint)", last_exact_match),
+]
+
+
+def finetuning(out, seeds, qa_seeds, names):
+    """Each task's table: the pretrained arms and, beside them, the same layouts fine-tuned from scratch."""
+    for folder, title, score in FINETUNING:
+        task_seeds = qa_seeds if folder.endswith("babi") else seeds
+        scratch = folder.replace("finetune", "scratch")
+        lines = []
+        for n in names:
+            for start, where in (("pretrained", folder), ("scratch", scratch)):
+                runs = [f"{out}/{where}/{n}-{s}" for s in task_seeds if os.path.exists(f"{out}/{where}/{n}-{s}/wall_ms")]
+                if not runs:
+                    continue
+                v = [score(d) for d in runs]
+                wall = [float(open(f"{d}/wall_ms").read()) / 1000 for d in runs]
+                lines.append(f"| {n} | {start} | {len(runs)} | {statistics.mean(v):.2f} +- {sd(v):.2f} | "
+                             f"{statistics.mean(wall):.0f} |")
+        if not lines:
             continue
-        acc = [100 * [r for r in rows(f"{d}/metrics.jsonl") if "test" in r][-1]["test"]["accuracy"] for d in runs]
-        wall = [float(open(f"{d}/wall_ms").read()) / 1000 for d in runs]
-        print(f"| {n} | {len(runs)} | {statistics.mean(acc):.2f} +- {sd(acc):.2f} | {statistics.mean(wall):.0f} |")
-    print()
+        print(f"## {title}\n")
+        print("| layout | start | seeds | score | wall s |")
+        print("|---|---|---:|---:|---:|")
+        print("\n".join(lines) + "\n")
 
 
 def pruning(out):
@@ -100,9 +123,9 @@ def speed(out, names):
 
 
 def main():
-    out, seeds, names = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
+    out, seeds, qa_seeds, names = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4:]
     pretraining(out, names)
-    finetuning(out, seeds, names)
+    finetuning(out, seeds, qa_seeds, names)
     pruning(out)
     speed(out, names)
 

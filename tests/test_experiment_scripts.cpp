@@ -113,10 +113,15 @@ TEST_CASE("experiments: fine-tuning waits for its pretraining run and is not rep
   Result r = run_script(d, "finetune");
   REQUIRE_MESSAGE(r.code == 0, r.output);
   std::vector<std::string> c = calls(d);
-  REQUIRE(c.size() == 1);  // only h8 is pretrained
+  REQUIRE(c.size() == 2);  // only h8 is pretrained: CLINC150, then bAbI
   CHECK(c[0].find("configs/clinc150-from-pretrain.yaml") != std::string::npos);
-  CHECK(c[0].find("train.init_from=" + (d / "out/pretrain/h8/checkpoint-best.safetensors")) != std::string::npos);
-  CHECK(c[0].find("heads: 8, head_dim: 32") != std::string::npos);
+  CHECK(c[0].find("--out " + (d / "out/finetune/h8-0") + " ") != std::string::npos);
+  CHECK(c[1].find("configs/babi-qa1-from-pretrain.yaml") != std::string::npos);
+  CHECK(c[1].find("--out " + (d / "out/finetune-babi/h8-0") + " ") != std::string::npos);
+  for (const auto& call : c) {
+    CHECK(call.find("train.init_from=" + (d / "out/pretrain/h8/checkpoint-best.safetensors")) != std::string::npos);
+    CHECK(call.find("heads: 8, head_dim: 32") != std::string::npos);
+  }
   CHECK(r.output.find("h1 not pretrained yet") != std::string::npos);
 
   r = run_script(d, "finetune");
@@ -124,6 +129,25 @@ TEST_CASE("experiments: fine-tuning waits for its pretraining run and is not rep
   CHECK(calls(d).empty());
 
   CHECK(run_script(d, "bogus").code == 2);
+}
+
+TEST_CASE("experiments: the scratch baselines fine-tune every layout once, from no checkpoint") {
+  TempDir d;
+  write_stub(d);
+  Result r = run_script(d, "scratch", "QA_SEEDS='0 1'");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  std::vector<std::string> c = calls(d);
+  REQUIRE(c.size() == 6 + 2 * 6);  // six layouts (not the second pretraining seed): CLINC150 seed 0, bAbI seeds 0 1
+  CHECK(count(c, "init_from") == 0);
+  CHECK(count(c, "h8-seed1") == 0);
+  CHECK(count(c, "configs/clinc150-from-pretrain.yaml") == 6);
+  CHECK(count(c, "--out " + (d / "out/scratch-babi/talking-1") + " ") == 1);
+  CHECK(count(c, "talking_heads: true") == 3);
+  CHECK(fs::exists(d / "out/scratch/h16-0/wall_ms"));
+
+  r = run_script(d, "scratch", "QA_SEEDS='0 1'");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(calls(d).empty());
 }
 
 TEST_CASE("experiments: ARMS picks the pretraining arms and their order; an unknown arm is a usage error") {
@@ -140,4 +164,11 @@ TEST_CASE("experiments: ARMS picks the pretraining arms and their order; an unkn
   r = run_script(d, "pretrain", "ARMS='h8 h3'");
   CHECK(r.code == 2);
   CHECK(r.output.find("no arm 'h3'") != std::string::npos);
+
+  // the fine-tuning parts take the same arms
+  r = run_script(d, "finetune scratch", "ARMS='h8'");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(calls(d).size() == 4);
+  CHECK(count(calls(d), "heads: 8, head_dim: 32") == 4);
+  CHECK(r.output.find("not pretrained yet") == std::string::npos);
 }
