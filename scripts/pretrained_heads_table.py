@@ -37,10 +37,20 @@ def pretraining(out, names):
         heads = " ".join(layout(cfg))
         last = evals[-1]
         rate = statistics.median(r["tokens_per_s"] for r in steps) if steps else float("nan")
-        hours = max((r.get("elapsed_s", 0) for r in m), default=0) / 3600
+        hours = wall_seconds(m) / 3600
         print(f"| {n} | {heads} | {last['eval']['masked_accuracy']:.2f} | {last['eval']['perplexity']:.1f} | "
               f"{last['step'] * batch * seq / 1e6:.1f}M | {rate:.0f} | {hours:.2f} |")
     print()
+
+
+def wall_seconds(metrics):
+    """A run's training time over all its sessions: elapsed_s restarts at each resume (a "session" row)."""
+    total, segment = 0.0, 0.0
+    for r in metrics:
+        if "session" in r:
+            total, segment = total + segment, 0.0
+        segment = max(segment, r.get("elapsed_s", 0.0))
+    return total + segment
 
 
 def layout(cfg):
