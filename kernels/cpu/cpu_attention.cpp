@@ -80,50 +80,95 @@ void load_transposed(const void* src, bool bf16, bool round, int64_t b, int64_t 
   }
 }
 
-// s[r][j] = sum_c x[r][c] t[c][j] for R rows of x (ldx apart) against t (Dh, kKeys): the R x kKeys sums stay in
-// registers while t streams past.
+// The narrow loops below run over a block's keys rounded up to this many (a vector of floats; past the keys, t, mt
+// and w hold zeros): a block of 64 keys (T = 64) costs half a full one.
+constexpr int64_t kLanes = 16;
+int64_t lanes_up(int64_t nk) { return (nk + kLanes - 1) / kLanes * kLanes; }
+
+// Reductions over a row of scores: 16 partial results a lane, then a tree of vector operations. An omp simd
+// reduction ends in 16 scalar operations one after another (GCC 12), which at 64 heads of 4 (a reduction every
+// 64 products) cost more than the products.
+template <int W, class Op>
+float tree(float* x, Op op) {
+  if constexpr (W == 1) {
+    return x[0];
+  } else {
+#pragma omp simd
+    for (int l = 0; l < W / 2; ++l) x[l] = op(x[l], x[l + W / 2]);
+    return tree<W / 2>(x, op);
+  }
+}
+template <class Op>
+float lane_reduce(const float* __restrict s, int64_t n, float init, Op op) {
+  float part[kLanes];
+  std::fill(part, part + kLanes, init);
+  int64_t j0 = 0;
+  for (; j0 + kLanes <= n; j0 += kLanes) {
+#pragma omp simd
+    for (int64_t l = 0; l < kLanes; ++l) part[l] = op(part[l], s[j0 + l]);
+  }
+  for (int64_t j = j0; j < n; ++j) part[j - j0] = op(part[j - j0], s[j]);
+  return tree<kLanes>(part, op);
+}
+float lane_max(const float* s, int64_t n, float m) {
+  return lane_reduce(s, n, m, [](float a, float b) { return a < b ? b : a; });
+}
+float lane_sum(const float* s, int64_t n) {
+  return lane_reduce(s, n, 0.f, [](float a, float b) { return a + b; });
+}
+
+// s[r][j0 + j] = sum_c x[r][c] t[c][j0 + j] for R rows of x (ldx apart) and kChunk keys of t (Dh, kKeys): the
+// R x kChunk sums stay in registers while t streams past.
+constexpr int64_t kChunk = 64;
+static_assert(kKeys % kChunk == 0, "a key block is whole chunks");
 template <int R>
 void block_dots(const float* __restrict x, int64_t ldx, const float* __restrict t, int64_t Dh, float* __restrict s) {
-  float acc[R][kKeys] = {};
+  float acc[R][kChunk] = {};
   for (int64_t c = 0; c < Dh; ++c) {
     const float* __restrict tc = t + c * kKeys;
     for (int r = 0; r < R; ++r) {
       const float xr = x[r * ldx + c];
 #pragma omp simd
-      for (int64_t j = 0; j < kKeys; ++j) acc[r][j] += xr * tc[j];
+      for (int64_t j = 0; j < kChunk; ++j) acc[r][j] += xr * tc[j];
     }
   }
-  for (int r = 0; r < R; ++r) std::copy(acc[r], acc[r] + kKeys, s + r * kKeys);
+  for (int r = 0; r < R; ++r) std::copy(acc[r], acc[r] + kChunk, s + r * kKeys);
 }
 
-// s (rows, kKeys) = x (rows, Dh; ldx apart) t, t (Dh, kKeys)
-void narrow_dots(const float* x, int64_t ldx, int64_t rows, const float* t, int64_t Dh, float* s) {
-  int64_t r = 0;
-  for (; r + 2 <= rows; r += 2) block_dots<2>(x + r * ldx, ldx, t, Dh, s + r * kKeys);
-  for (; r < rows; ++r) block_dots<1>(x + r * ldx, ldx, t, Dh, s + r * kKeys);
+// s (rows, kKeys) = x (rows, Dh; ldx apart) t, t (Dh, kKeys), for the first nk keys rounded up to kChunk (the rest
+// of each row is left as it was)
+void narrow_dots(const float* x, int64_t ldx, int64_t rows, const float* t, int64_t Dh, int64_t nk, float* s) {
+  for (int64_t j0 = 0; j0 < nk; j0 += kChunk) {
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) block_dots<4>(x + r * ldx, ldx, t + j0, Dh, s + r * kKeys + j0);
+    for (; r < rows; ++r) block_dots<1>(x + r * ldx, ldx, t + j0, Dh, s + r * kKeys + j0);
+  }
 }
 
-// acc (rows, Dh) += w (rows, kKeys) mt^T, mt (Dh, kKeys): one dot product over the keys a sum
-void narrow_add_dots(const float* __restrict w, int64_t rows, const float* __restrict mt, int64_t Dh,
+// acc (rows, Dh) += w (rows, kKeys) mt^T, mt (Dh, kKeys), over the first n keys (a multiple of kLanes): one dot
+// product a sum
+void narrow_add_dots(const float* __restrict w, int64_t rows, const float* __restrict mt, int64_t Dh, int64_t n,
                      float* __restrict acc) {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < Dh; ++c) {
-      float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-      for (int64_t j = 0; j < kKeys; ++j) sum += w[r * kKeys + j] * mt[c * kKeys + j];
-      acc[r * Dh + c] += sum;
+      float part[kLanes] = {};
+      for (int64_t j0 = 0; j0 < n; j0 += kLanes) {
+#pragma omp simd
+        for (int64_t l = 0; l < kLanes; ++l) part[l] += w[r * kKeys + j0 + l] * mt[c * kKeys + j0 + l];
+      }
+      acc[r * Dh + c] += tree<kLanes>(part, [](float x, float y) { return x + y; });
     }
   }
 }
 
-// acct (Dh, kKeys) += x^T w for x (rows, Dh; ldx apart) and w (rows, kKeys)
+// acct (Dh, kKeys) += x^T w for x (rows, Dh; ldx apart) and w (rows, kKeys), over the first n keys
 void narrow_add_products_t(const float* __restrict w, int64_t rows, const float* __restrict x, int64_t ldx,
-                           int64_t Dh, float* __restrict acct) {
+                           int64_t Dh, int64_t n, float* __restrict acct) {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < Dh; ++c) {
       const float xc = x[r * ldx + c];
 #pragma omp simd
-      for (int64_t j = 0; j < kKeys; ++j) acct[c * kKeys + j] += xc * w[r * kKeys + j];
+      for (int64_t j = 0; j < n; ++j) acct[c * kKeys + j] += xc * w[r * kKeys + j];
     }
   }
 }
@@ -131,28 +176,19 @@ void narrow_add_products_t(const float* __restrict w, int64_t rows, const float*
 // exp(y) for y <= 0, exactly 0 more than 87 below: the unfused softmax's exp (kernels/math/rows.h)
 using math::exp_or_zero;
 
-// s[j] = scale * s[j] + mask[j] for j < n; the block's maximum with `m`
+// s[j] = scale * s[j] + mask[j] for j < n
 template <bool Masked>
-float scaled_max(float* __restrict s, const float* __restrict mask, int64_t n, float scale, float m) {
-#pragma omp simd reduction(max : m)
-  for (int64_t j = 0; j < n; ++j) {
-    s[j] = scale * s[j] + (Masked ? mask[j] : 0.f);
-    m = std::max(m, s[j]);
-  }
-  return m;
+void scale_scores(float* __restrict s, const float* __restrict mask, int64_t n, float scale) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) s[j] = scale * s[j] + (Masked ? mask[j] : 0.f);
 }
 
-// s[j] = exp(s[j] - m) for j < n (sub: a further amount off the exponent), 0 for j in [n, kKeys); returns their sum.
+// s[j] = exp(s[j] - m) for j < n (sub: a further amount off the exponent), 0 for j in [n, kKeys).
 // (s - m) first: a padded row's scores and maximum are both near -1e9, where only their difference is exact.
-float exps(float* __restrict s, int64_t n, float m, float sub) {
-  float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < n; ++j) {
-    s[j] = exp_or_zero((s[j] - m) - sub);
-    sum += s[j];
-  }
+void exps(float* __restrict s, int64_t n, float m, float sub) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) s[j] = exp_or_zero((s[j] - m) - sub);
   std::fill(s + n, s + kKeys, 0.f);
-  return sum;
 }
 
 // w[j] *= f[j] (dropout's factors, f null: none), then rounded to bf16 with `round`
@@ -215,7 +251,7 @@ void forward_block(const FusedAttentionArgs& a, int64_t b, int64_t h, int64_t i0
     if (narrow) {
       load_transposed(a.k, bf16, false, b, h, j0, nk, a.Tk, H, Dh, kbuf);
       load_transposed(a.v, bf16, false, b, h, j0, nk, a.Tk, H, Dh, vbuf);
-      narrow_dots(q.at, q.ld, mq, kbuf, Dh, s);
+      narrow_dots(q.at, q.ld, mq, kbuf, Dh, nk, s);
     } else {
       k = head_rows(a.k, bf16, false, b, h, j0, nk, a.Tk, H, Dh, kbuf);
       v = head_rows(a.v, bf16, false, b, h, j0, nk, a.Tk, H, Dh, vbuf);
@@ -223,17 +259,19 @@ void forward_block(const FusedAttentionArgs& a, int64_t b, int64_t h, int64_t i0
     }
     for (int64_t r = 0; r < mq; ++r) {
       float* sr = s + r * kKeys;
-      const float mx = a.mask ? scaled_max<true>(sr, a.mask + b * a.Tk + j0, nk, a.scale, m[r])
-                              : scaled_max<false>(sr, nullptr, nk, a.scale, m[r]);
+      if (a.mask) scale_scores<true>(sr, a.mask + b * a.Tk + j0, nk, a.scale);
+      else scale_scores<false>(sr, nullptr, nk, a.scale);
+      const float mx = lane_max(sr, nk, m[r]);
       const float shrink = exp_or_zero(m[r] - mx);  // 0 at the first block (m = -inf)
-      l[r] = l[r] * shrink + exps(sr, nk, mx, 0.f);
+      exps(sr, nk, mx, 0.f);
+      l[r] = l[r] * shrink + lane_sum(sr, lanes_up(nk));
       m[r] = mx;
       if (drop.threshold) dropout_factors(drop, weight_counter(a, b, h, i0 + r, j0), nk, f);
       drop_round(sr, drop.threshold ? f : nullptr, nk, bf16);
       if (shrink != 1.f)
         for (int64_t c = 0; c < Dh; ++c) acc[r * Dh + c] *= shrink;
     }
-    if (narrow) narrow_add_dots(s, mq, vbuf, Dh, acc);
+    if (narrow) narrow_add_dots(s, mq, vbuf, Dh, lanes_up(nk), acc);
     else gemm(false, false, mq, Dh, nk, s, kKeys, v.at, v.ld, 1.f, acc, Dh);  // acc += weights v
   }
   for (int64_t r = 0; r < mq; ++r) {
@@ -310,8 +348,8 @@ void backward_head(const FusedAttentionArgs& a, int64_t b, int64_t h, const void
       const float* qi = q.at + i0 * q.ld;
       const float* goi = go.at + i0 * go.ld;
       if (narrow) {
-        narrow_dots(qi, q.ld, mq, kbuf, Dh, p);
-        narrow_dots(goi, go.ld, mq, vbuf, Dh, dp);
+        narrow_dots(qi, q.ld, mq, kbuf, Dh, nk, p);
+        narrow_dots(goi, go.ld, mq, vbuf, Dh, nk, dp);
       } else {
         gemm(false, true, mq, nk, Dh, qi, q.ld, k.at, k.ld, 0.f, p, kKeys);     // scores
         gemm(false, true, mq, nk, Dh, goi, go.ld, v.at, v.ld, 0.f, dp, kKeys);  // dweights = gout v^T
@@ -319,8 +357,8 @@ void backward_head(const FusedAttentionArgs& a, int64_t b, int64_t h, const void
       for (int64_t r = 0; r < mq; ++r) {
         const float* st = stats + ((b * H + h) * Tq + i0 + r) * 2;
         float* pr = p + r * kKeys;
-        if (a.mask) scaled_max<true>(pr, a.mask + b * a.Tk + j0, nk, a.scale, st[0]);
-        else scaled_max<false>(pr, nullptr, nk, a.scale, st[0]);
+        if (a.mask) scale_scores<true>(pr, a.mask + b * a.Tk + j0, nk, a.scale);
+        else scale_scores<false>(pr, nullptr, nk, a.scale);
         exps(pr, nk, st[0], st[1]);
         float* pdr = pd + r * kKeys;
         std::copy(pr, pr + kKeys, pdr);
@@ -329,9 +367,10 @@ void backward_head(const FusedAttentionArgs& a, int64_t b, int64_t h, const void
         score_grads(pr, dp + r * kKeys, drop.threshold ? f : nullptr, nk, dsum[i0 + r], a.scale, bf16);
       }
       if (narrow) {
-        narrow_add_products_t(pd, mq, goi, go.ld, Dh, dvt);
-        narrow_add_dots(dp, mq, kbuf, Dh, dq + i0 * Dh);
-        narrow_add_products_t(dp, mq, qi, q.ld, Dh, dkt);
+        const int64_t n = lanes_up(nk);
+        narrow_add_products_t(pd, mq, goi, go.ld, Dh, n, dvt);
+        narrow_add_dots(dp, mq, kbuf, Dh, n, dq + i0 * Dh);
+        narrow_add_products_t(dp, mq, qi, q.ld, Dh, n, dkt);
       } else {
         gemm(true, false, nk, Dh, mq, pd, kKeys, goi, go.ld, 1.f, dv, ld);           // dv += weights^T gout
         gemm(false, false, mq, Dh, nk, dp, kKeys, k.at, k.ld, 1.f, dq + i0 * Dh, Dh);  // dq += dscores k
