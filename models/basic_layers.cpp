@@ -11,10 +11,10 @@ LayerNorm::LayerNorm(int64_t dim, float eps_)
       bias(register_parameter("bias", {dim}, Init::zeros())),
       eps(eps_) {}
 
-FeedForward::FeedForward(int64_t d_model, int64_t ffn_dim, float dropout)
+FeedForward::FeedForward(int64_t d_model, int64_t ffn_dim, float activation_dropout)
     : in(register_module("in", std::make_unique<Linear>(d_model, ffn_dim))),
       out(register_module("out", std::make_unique<Linear>(ffn_dim, d_model))),
-      dropout_p(dropout) {}
+      dropout_p(activation_dropout) {}
 
 Tensor FeedForward::forward(const Tensor& x) const {
   const bool no_dropout = !training() || dropout_p == 0.f;  // then only the second linear reads the hidden layer

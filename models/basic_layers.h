@@ -28,10 +28,11 @@ class LayerNorm : public Module {
   float eps;
 };
 
-// Linear -> GELU -> dropout -> Linear (the dropout after the block is the caller's residual dropout)
+// Linear -> GELU -> dropout (activation_dropout: BERT has none) -> Linear; the dropout after the block is the caller's
+// residual dropout
 class FeedForward : public Module {
  public:
-  FeedForward(int64_t d_model, int64_t ffn_dim, float dropout);
+  FeedForward(int64_t d_model, int64_t ffn_dim, float activation_dropout);
   Tensor forward(const Tensor& x) const;  // (B, T, D) -> (B, T, D)
   Linear& in;
   Linear& out;

@@ -3,11 +3,11 @@
 namespace hr {
 
 EncoderLayer::EncoderLayer(int64_t d_model, int64_t ffn_dim, const AttentionOptions& attn_opt, float dropout,
-                           bool pre_norm, float ln_eps)
+                           float activation_dropout, bool pre_norm, float ln_eps)
     : ln1(register_module("ln1", std::make_unique<LayerNorm>(d_model, ln_eps))),
       attn(register_module("attn", std::make_unique<MultiHeadAttention>(d_model, attn_opt))),
       ln2(register_module("ln2", std::make_unique<LayerNorm>(d_model, ln_eps))),
-      ffn(register_module("ffn", std::make_unique<FeedForward>(d_model, ffn_dim, dropout))),
+      ffn(register_module("ffn", std::make_unique<FeedForward>(d_model, ffn_dim, activation_dropout))),
       dropout_(dropout),
       pre_norm_(pre_norm) {}
 
@@ -80,7 +80,8 @@ AttentionOptions read_attention_options(const Config& block, const LayerDefaults
 std::unique_ptr<Layer> make_encoder_layer(const Config& block, const LayerDefaults& d) {
   const AttentionOptions a = read_attention_options(block, d);
   const int64_t ffn_dim = block.get_positive("ffn_dim", d.ffn_dim);
-  return std::make_unique<EncoderLayer>(d.d_model, ffn_dim, a, d.dropout, d.pre_norm, d.layer_norm_eps);
+  return std::make_unique<EncoderLayer>(d.d_model, ffn_dim, a, d.dropout, d.activation_dropout, d.pre_norm,
+                                        d.layer_norm_eps);
 }
 
 }  // namespace hr

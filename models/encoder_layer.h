@@ -10,8 +10,9 @@ namespace hr {
 
 class EncoderLayer : public Layer {
  public:
-  EncoderLayer(int64_t d_model, int64_t ffn_dim, const AttentionOptions& attn, float dropout, bool pre_norm,
-               float ln_eps);
+  // dropout: on each block's output before its residual; activation_dropout: on the feed-forward's hidden layer
+  EncoderLayer(int64_t d_model, int64_t ffn_dim, const AttentionOptions& attn, float dropout, float activation_dropout,
+               bool pre_norm, float ln_eps);
   Tensor forward(const Tensor& x, LayerContext& ctx) override;
   LayerStats stats(int64_t seq_len) const override;
   Tensor penalty() const override;

@@ -67,6 +67,9 @@ EncoderModel::EncoderModel(const Config& m, const ModelDims& dims) : type_(m.get
   d.ffn_dim = m.get_positive("ffn_dim", 4 * d_model_);
   d.dropout = dropout;
   d.attention_dropout = m.get<float>("attention_dropout", dropout);
+  // headroom has always dropped the feed-forward's hidden layer at `dropout`; BERT does not (import-hf writes 0)
+  d.activation_dropout = m.get<float>("activation_dropout", dropout);
+  if (d.activation_dropout < 0.f || d.activation_dropout >= 1.f) m.fail("activation_dropout", "must be in [0, 1)");
   d.layer_norm_eps = ln_eps;
   d.pre_norm = pre_norm_;
 

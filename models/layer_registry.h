@@ -16,7 +16,7 @@ namespace hr {
 // Model-wide settings a factory may use as defaults for its own block.
 struct LayerDefaults {
   int64_t d_model = 256, ffn_dim = 1024;
-  float dropout = 0.1f, attention_dropout = 0.1f, layer_norm_eps = 1e-5f;
+  float dropout = 0.1f, attention_dropout = 0.1f, activation_dropout = 0.1f, layer_norm_eps = 1e-5f;
   bool pre_norm = true;
   int64_t layer_index = 0;   // position of the layer being built
   int64_t prev_heads = 0;    // heads of the logits the previous attention layer passes on (cross_layer), 0 for none

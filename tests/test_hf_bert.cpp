@@ -172,7 +172,8 @@ TEST_CASE("import writes a run directory: config, vocabulary, labels, checkpoint
   CHECK(read_file(d / "run/labels.txt") == "greeting\nweather\nalarm\n");
   CHECK(read_file(d / "run/vocab.txt") == read_file(hf_fixture("bert_tiny_cls/vocab.txt")));
   const std::string config = read_file(d / "run/config.yaml");
-  for (const char* key : {"norm: post", "pooling: cls_pooler", "segments: 2", "layer_norm_eps: 1e-12", "repeat: 2"})
+  for (const char* key : {"norm: post", "pooling: cls_pooler", "segments: 2", "layer_norm_eps: 1e-12", "repeat: 2",
+                          "activation_dropout: 0"})
     CHECK_MESSAGE(config.find(key) != std::string::npos, key);
   const SafeTensorsFile best = read_safetensors(d / "run/checkpoint-best.safetensors");
   CHECK(best.metadata.at("optimizer") == "none");

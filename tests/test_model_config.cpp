@@ -71,6 +71,8 @@ TEST_CASE("wrong types and out-of-range values") {
                {"model.yaml:8:", "model.layers[0].attention.gates.init_open", "(0, 1)"});
   expect_error(model_with_layer("{heads: 2, head_dim: 8, cross_layer: residual}"),
                {"model.yaml:8:", "model.layers[0].attention.cross_layer", "residual_logits"});
+  expect_error(model_with_layer("{heads: 2, head_dim: 8}", "  activation_dropout: 1.5\n"),
+               {"model.yaml:9:", "model.activation_dropout", "[0, 1)"});
 }
 
 TEST_CASE("a missing required key names the block that lacks it") {

@@ -97,7 +97,7 @@ void check_encoder_layer_fixture(const std::string& file, bool talking_heads) {
   a.head_dim = meta("head_dim");
   a.dropout = 0.f;
   a.talking_heads = talking_heads;
-  EncoderLayer layer(meta("d_model"), meta("ffn_dim"), a, 0.f, /*pre_norm=*/true,
+  EncoderLayer layer(meta("d_model"), meta("ffn_dim"), a, 0.f, 0.f, /*pre_norm=*/true,
                      std::stof(f.metadata.at("layer_norm_eps")));
 
   // fixture `param.q.weight` -> our `attn.q.weight`; `param.ln1.weight` -> `ln1.weight`
@@ -353,6 +353,27 @@ TEST_CASE("extra padding does not change the logits of a sequence") {
   }
 }
 
+TEST_CASE("activation_dropout drops the feed-forward's hidden units and nothing else; it defaults to dropout") {
+  const std::vector<int32_t> seq = {2, 7, 4, 9, 3};
+  // the logits of one training-mode forward pass (eval: dropout off) with the same weights and dropout stream
+  const auto logits = [&](const std::string& dropouts, bool training) {
+    auto model = model_from_yaml("model:\n  type: encoder_classifier\n  d_model: 8\n  max_len: 8\n  ffn_dim: 32\n" +
+                                 dropouts + "  layers:\n    - repeat: 2\n      attention: {heads: 2, head_dim: 4}\n");
+    randomize(*model, 5);
+    model->train(training);
+    manual_seed(9);
+    return model->forward(make_encoder_input({seq}, 0, Device::CPU)).to_vector();
+  };
+  const std::string none = "  dropout: 0.0\n  attention_dropout: 0.0\n";
+  CHECK(logits(none, true) == logits(none, false));
+  CHECK(logits(none + "  activation_dropout: 0.5\n", true) != logits(none, false));
+  CHECK(logits(none + "  activation_dropout: 0.5\n", false) == logits(none, false));
+  // unset, it is `dropout`: BERT's layout (import-hf) sets it to 0
+  const std::string some = "  dropout: 0.3\n  attention_dropout: 0.0\n";
+  CHECK(logits(some, true) == logits(some + "  activation_dropout: 0.3\n", true));
+  CHECK(logits(some, true) != logits(some + "  activation_dropout: 0.0\n", true));
+}
+
 // ---------------------------------------------------------------------------------------------------------------------
 // 5. Parameter counts in closed form
 
@@ -509,7 +530,7 @@ TEST_CASE("permuting heads (q/k/v rows by head block, o columns) leaves the outp
   a.heads = H;
   a.head_dim = Dh;
   a.dropout = 0.f;
-  EncoderLayer layer(D, 16, a, 0.f, true, 1e-5f);
+  EncoderLayer layer(D, 16, a, 0.f, 0.f, true, 1e-5f);
   randomize(layer, 41);
   const Tensor x = hr::testing::rand_tensor({2, 5, D}, 3);
   LayerContext ctx;

@@ -14,7 +14,7 @@ namespace {
 
 // Keys that change training, not what the trained weights compute.
 bool functional(const std::string& key, const std::string& parent) {
-  if (key == "dropout" || key == "attention_dropout") return false;
+  if (key == "dropout" || key == "attention_dropout" || key == "activation_dropout") return false;
   return !(parent == "gates" && (key == "lambda" || key == "init_open"));
 }
 

@@ -295,6 +295,7 @@ ImportPlan plan_model(const json& j, const std::string& path, const std::string&
   m["layer_norm_eps"] = number(c.get<double>("layer_norm_eps", 1e-12));
   m["dropout"] = number(c.get<double>("hidden_dropout_prob", 0.1));
   m["attention_dropout"] = number(c.get<double>("attention_probs_dropout_prob", 0.1));
+  m["activation_dropout"] = 0;  // BERT drops no feed-forward hidden units
   if (p.classifier) m["pooling"] = pooling;
   m["layers"] = bert_layer_groups(c, layers, heads, d / heads);
   p.model = m;
