@@ -148,11 +148,12 @@ prune() {
   HEADROOM=$hr scripts/prune-curve.sh "$out/prune/curve" "$run" "$gated"
 }
 
-# The training step of each layout, alternating, 5 rounds (pretraining shape, batch 32 x 128)
+# The training step of each layout, alternating, 5 rounds (pretraining shape, batch 32 x 128), and of 64 heads of 4
+# (claim (f); not pretrained)
 speed() {
   mkdir -p "$out/speed"
   for r in 1 2 3 4 5; do
-    for arm in "${arms[@]}"; do
+    for arm in "${arms[@]}" "h64|$(uniform 64 4)|0"; do
       [ "$(seed_of "$arm")" = 0 ] || continue
       "$hr" bench configs/pretrain-wiki.yaml --precision f32 --batch 32 --seq-len 128 --steps 5 --warmup 2 \
         --vocab 30522 --inference-runs 1 --set "model.layers=$(layers_of "$arm")" --json | tail -1 \
@@ -160,6 +161,8 @@ speed() {
     done
   done
   cpu >"$out/speed/cpu.txt"
+  echo "$hr at $(git rev-parse --short HEAD) ($(git status --porcelain | grep -q . && echo 'with local changes' || echo clean))" \
+    >"$out/speed/binary.txt"
 }
 
 table() {

@@ -123,7 +123,8 @@ def speed(out, names):
     if not files or "h1" not in files:
         return
     ms = {n: [json.load(open(p))["train_step_ms"] for p in f] for n, f in files.items()}
-    print("## Training step (batch 32 x 128, f32), rounds alternating\n")
+    binary = open(f"{out}/speed/binary.txt").read().strip() if os.path.exists(f"{out}/speed/binary.txt") else "?"
+    print(f"## Training step (batch 32 x 128, f32), rounds alternating ({binary}; h64: 64 heads of 4, not pretrained)\n")
     print("| layout | median step ms | ratio to h1 (median of rounds) |")
     print("|---|---:|---:|")
     for n, v in ms.items():
@@ -137,7 +138,7 @@ def main():
     pretraining(out, names)
     finetuning(out, seeds, qa_seeds, names)
     pruning(out)
-    speed(out, names)
+    speed(out, names + ["h64"])
 
 
 if __name__ == "__main__":
