@@ -9,7 +9,8 @@
 # Usage: scripts/bert-small-speed-compare.sh [ROUNDS (5)] [OUT (a new temporary folder)]
 #   OUT gets raw.jsonl (every measurement, with its round) and table.md.
 #   environment: THREADS (all three frameworks' threads, default nproc), STEPS and WARMUP (training steps timed and
-#   untimed a round, default 5 and 2), BATCH, SEQ_LEN, LATENCY_SEQ ("128 32"), LAYERS (12), PYTHON (default the venv
+#   untimed a round, default 5 and 2), BATCH, SEQ_LEN, LATENCY_SEQ ("128 32"), LAYERS (12), HIDDEN (384), HEADS (12),
+#   FFN (1536; HIDDEN=768 FFN=3072 is bert-base's shape), PYTHON (default the venv
 #   of scripts/install-python-refs.sh); GOMP_SPINCOUNT (default 30000, about 0.3 ms: how long headroom's and PyTorch's
 #   libgomp threads spin before they sleep; ORT's pool spins briefly too) or OMP_WAIT_POLICY=passive (no thread
 #   spins in any of the three: on a shared machine, where spinning threads slow everything down many times).
@@ -19,6 +20,7 @@ rounds=${1:-5} out=${2:-$(mktemp -d /tmp/bert-small-speed.XXXXXX)}
 py=${PYTHON:-$HOME/.cache/headroom/pyref/bin/python}
 threads=${THREADS:-$(nproc)} steps=${STEPS:-5} warmup=${WARMUP:-2}
 B=${BATCH:-32} T=${SEQ_LEN:-128} lat_seqs=${LATENCY_SEQ:-128 32} layers=${LAYERS:-12}
+hidden=${HIDDEN:-384} heads=${HEADS:-12} ffn=${FFN:-1536}
 config=configs/bge-small-shape.yaml
 if ! "$py" -c 'import torch, transformers, onnx, onnxruntime' 2>/dev/null; then
   echo "$0: no torch, transformers, onnx and onnxruntime in $py: run scripts/install-python-refs.sh" >&2
@@ -33,8 +35,11 @@ wait_policy="OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset}, GOMP_SPINCOUNT=${GOMP_SP
 mkdir -p "$out"
 raw=$out/raw.jsonl
 : >"$raw"
-hr=(build/headroom bench "$config" --set "model.layers.0.repeat=$layers" --vocab 30522 --classes 2 --json)
-pyspeed=("$py" scripts/torch_bert_speed.py --threads "$threads" --layers "$layers" --onnx-dir "$out/onnx")
+hr=(build/headroom bench "$config" --set "model.layers.0.repeat=$layers" --set "model.d_model=$hidden"
+    --set "model.ffn_dim=$ffn" --set "model.layers.0.attention.heads=$heads"
+    --set "model.layers.0.attention.head_dim=$((hidden / heads))" --vocab 30522 --classes 2 --json)
+pyspeed=("$py" scripts/torch_bert_speed.py --threads "$threads" --layers "$layers" --hidden "$hidden" --heads "$heads"
+         --ffn "$ffn" --onnx-dir "$out/onnx")
 tag() { sed "s/^{/{\"round\":$1,/" >>"$raw"; }
 ms() { python3 -c "import json, sys; print(round(json.loads(sys.stdin.readlines()[-1])[sys.argv[1]], 1))" "$1"; }
 hr_train() { "${hr[@]}" --precision "$p" --batch "$B" --seq-len "$T" --steps "$steps" --warmup "$warmup" \
@@ -72,9 +77,10 @@ for r in $(seq "$rounds"); do  # headroom first in odd rounds, the Python refere
 done
 rm -r "$out/onnx"  # the exported models, made in round 1 for all rounds: 270 MB at bge-small's shape
 python3 - "$raw" "$B" "$T" "$threads" "$wait_policy" "$(lscpu | sed -n 's/^Model name: *//p' | head -1)" \
-  "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'EOF' | tee "$out/table.md"
+  "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)" "$layers layers x $hidden, $heads heads, FFN $ffn" \
+  <<'EOF' | tee "$out/table.md"
 import json, statistics, sys
-raw, B, T, threads, wait, cpu, load0, load1 = sys.argv[1:]
+raw, B, T, threads, wait, cpu, load0, load1, shape = sys.argv[1:]
 B, T = int(B), int(T)
 rows = [json.loads(l) for l in open(raw) if l.strip()]
 rounds = len({j["round"] for j in rows})
@@ -87,6 +93,7 @@ def med(xs):
 version = {j["framework"]: j["version"] for j in py}
 torch = f"PyTorch {version['pytorch'].split('+')[0]}"
 ort = f"onnxruntime {version['onnxruntime']}"
+print(f"Shape: {shape}.\n")
 print(f"Training step, batch {B} x {T} tokens (forward, cross-entropy, backward, clipping, AdamW), median over "
       f"{rounds} rounds:\n")
 print(f"| precision | headroom | {torch} (SDPA) | headroom / PyTorch |")
