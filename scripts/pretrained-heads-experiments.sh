@@ -161,7 +161,8 @@ speed() {
     done
   done
   cpu >"$out/speed/cpu.txt"
-  echo "$hr at $(git rev-parse --short HEAD) ($(git status --porcelain | grep -q . && echo 'with local changes' || echo clean))" \
+  # the binary may be a frozen copy (HEADROOM): the repository's commit says what build/headroom would be
+  echo "$hr; repository at $(git rev-parse --short HEAD)$(git status --porcelain | grep -q . && echo ', with local changes')" \
     >"$out/speed/binary.txt"
 }
 
