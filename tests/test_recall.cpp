@@ -209,6 +209,9 @@ TEST_CASE("recall: a knob out of range is a ConfigError naming the file, line an
   CHECK_THROWS_WITH_AS(squad.root.check_all_read(), doctest::Contains("data.recall"), ConfigError);
 }
 
+// One seed's run is a single trajectory through a phase change (one of eight seeds at 2000 steps on 4000 contexts
+// memorised and stayed at chance; the ASan build's float order took seed 0 to 70%). 20000 contexts and 4000 steps
+// reached 86.5-100% on seeds 0-7, so 75% fails only when recall is not learned.
 TEST_CASE("recall: a tiny model trained on one-hop recall answers well above chance, and headroom eval agrees") {
   using namespace hr::testing;
   const TempDir d;
@@ -229,9 +232,9 @@ data:
   format: recall
   max_query_len: 2
   max_answer_len: 1
-  recall: {keys: 8, values: 8, pairs: 2, queries: 2, train_size: 4000, eval_size: 100, test_size: 100, seed: 0}
+  recall: {keys: 8, values: 8, pairs: 2, queries: 2, train_size: 20000, eval_size: 100, test_size: 100, seed: 0}
 train:
-  max_steps: 2000
+  max_steps: 4000
   batch_size: 32
   lr: 1e-3
   warmup: 0.05
@@ -247,8 +250,8 @@ train:
   double em = -1;
   for (const auto& row : metrics_rows(run))
     if (row.contains("eval")) em = row["eval"]["exact_match"].get<double>();
-  MESSAGE("eval exact match after 2000 steps: " << em << " (chance: 50)");
-  CHECK(em >= 85.0);
+  MESSAGE("eval exact match after 4000 steps: " << em << " (chance: 50)");
+  CHECK(em >= 75.0);
   const Result e = headroom("eval --run " + quote(run) + " --checkpoint last --split eval --json");
   INFO(e.output);
   REQUIRE(e.code == 0);
