@@ -420,6 +420,12 @@ int64_t Config::get_positive(const std::string& key, int64_t fallback) const {
   return has(key) ? get_positive(key) : fallback;
 }
 
+float Config::get_fraction(const std::string& key, float fallback) const {
+  const float f = get<float>(key, fallback);
+  if (has(key) && !(f >= 0.f && f < 1.f)) fail(key, "must be in [0, 1)");
+  return f;
+}
+
 std::string Config::get_choice(const std::string& key, std::initializer_list<const char*> choices,
                                const char* fallback) const {
   return get_choice(key, std::vector<std::string>(choices.begin(), choices.end()), fallback);

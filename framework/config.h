@@ -57,6 +57,8 @@ class Config {
   T get(const std::string& key, const T& fallback) const;
   int64_t get_positive(const std::string& key) const;
   int64_t get_positive(const std::string& key, int64_t fallback) const;
+  // A fraction in [0, 1) (dropout, label smoothing, Adam's betas); the fallback, when the key is absent, is taken as is.
+  float get_fraction(const std::string& key, float fallback) const;
   // One of `choices`; without a fallback the key is required.
   std::string get_choice(const std::string& key, std::initializer_list<const char*> choices,
                          const char* fallback = nullptr) const;

@@ -52,8 +52,7 @@ AttentionOptions read_attention_options(const Config& block, const LayerDefaults
       if (a.original_heads[i] < 0 || (i > 0 && a.original_heads[i] <= a.original_heads[i - 1]))
         c.fail("original_heads", "must be ascending non-negative head indices");
   }
-  a.dropout = c.get<float>("dropout", d.attention_dropout);
-  if (a.dropout < 0.f || a.dropout >= 1.f) c.fail("dropout", "must be in [0, 1)");
+  a.dropout = c.get_fraction("dropout", d.attention_dropout);
   a.talking_heads = c.get<bool>("talking_heads", false);
   if (auto g = c.optional_child("gates")) {
     g->get_choice("type", {"l0"});

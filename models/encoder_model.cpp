@@ -55,8 +55,7 @@ EncoderModel::EncoderModel(const Config& m, const ModelDims& dims) : type_(m.get
   d_model_ = m.get_positive("d_model");
   max_len_ = m.get_positive("max_len");
   pre_norm_ = m.get_choice("norm", {"pre", "post"}, "pre") == "pre";
-  const float dropout = m.get<float>("dropout", 0.1f);
-  if (dropout < 0.f || dropout >= 1.f) m.fail("dropout", "must be in [0, 1)");
+  const float dropout = m.get_fraction("dropout", 0.1f);
   const float ln_eps = m.get<float>("layer_norm_eps", 1e-5f);
   dims_.segments = m.get<int64_t>("segments", dims.segments);
   if (dims_.segments < 0) m.fail("segments", "must be >= 0");
@@ -66,10 +65,9 @@ EncoderModel::EncoderModel(const Config& m, const ModelDims& dims) : type_(m.get
   d.d_model = d_model_;
   d.ffn_dim = m.get_positive("ffn_dim", 4 * d_model_);
   d.dropout = dropout;
-  d.attention_dropout = m.get<float>("attention_dropout", dropout);
+  d.attention_dropout = m.get_fraction("attention_dropout", dropout);
   // headroom has always dropped the feed-forward's hidden layer at `dropout`; BERT does not (import-hf writes 0)
-  d.activation_dropout = m.get<float>("activation_dropout", dropout);
-  if (d.activation_dropout < 0.f || d.activation_dropout >= 1.f) m.fail("activation_dropout", "must be in [0, 1)");
+  d.activation_dropout = m.get_fraction("activation_dropout", dropout);
   d.layer_norm_eps = ln_eps;
   d.pre_norm = pre_norm_;
 

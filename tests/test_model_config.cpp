@@ -73,6 +73,11 @@ TEST_CASE("wrong types and out-of-range values") {
                {"model.yaml:8:", "model.layers[0].attention.cross_layer", "residual_logits"});
   expect_error(model_with_layer("{heads: 2, head_dim: 8}", "  activation_dropout: 1.5\n"),
                {"model.yaml:9:", "model.activation_dropout", "[0, 1)"});
+  // the model-wide default is checked where it is written, not in the first layer that inherits it
+  expect_error(model_with_layer("{heads: 2, head_dim: 8}", "  attention_dropout: -0.1\n"),
+               {"model.yaml:9:", "model.attention_dropout", "[0, 1)"});
+  expect_error(model_with_layer("{heads: 2, head_dim: 8, dropout: 1}"),
+               {"model.yaml:8:", "model.layers[0].attention.dropout", "[0, 1)"});
 }
 
 TEST_CASE("a missing required key names the block that lacks it") {

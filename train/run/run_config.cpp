@@ -64,8 +64,7 @@ TrainOptions read_train(const Config& root) {
   if (t.weight_decay < 0.f) c.fail("weight_decay", "must be >= 0");
   t.clip = c.get<float>("clip", t.clip);
   if (t.clip < 0.f) c.fail("clip", "must be >= 0");
-  t.label_smoothing = c.get<float>("label_smoothing", 0.f);
-  if (t.label_smoothing < 0.f || t.label_smoothing >= 1.f) c.fail("label_smoothing", "must be in [0, 1)");
+  t.label_smoothing = c.get_fraction("label_smoothing", 0.f);
   t.seed = c.get<int64_t>("seed", 0);
   t.device = c.get_choice("device", {"cpu", "cuda"}, "cpu") == "cpu" ? Device::CPU : Device::CUDA;
   t.eval_every = at_most(c, "eval_every", c.get<int64_t>("eval_every", 0), kMaxSteps);
@@ -76,14 +75,11 @@ TrainOptions read_train(const Config& root) {
   if (!t.init_from.empty()) require_file(c, "init_from", t.init_from);
   t.max_bad_steps = at_most(c, "max_bad_steps", c.get_positive("max_bad_steps", t.max_bad_steps), kMaxSteps);
   t.optimizer = c.get_choice("optimizer", registered_optimizers(), "adamw");
-  t.adam_beta1 = c.get<float>("adam_beta1", t.adam_beta1);
-  if (!(t.adam_beta1 >= 0.f && t.adam_beta1 < 1.f)) c.fail("adam_beta1", "must be in [0, 1)");
-  t.adam_beta2 = c.get<float>("adam_beta2", t.adam_beta2);
-  if (!(t.adam_beta2 >= 0.f && t.adam_beta2 < 1.f)) c.fail("adam_beta2", "must be in [0, 1)");
+  t.adam_beta1 = c.get_fraction("adam_beta1", t.adam_beta1);
+  t.adam_beta2 = c.get_fraction("adam_beta2", t.adam_beta2);
   t.adam_epsilon = c.get<float>("adam_epsilon", t.adam_epsilon);
   if (!(t.adam_epsilon > 0.f && t.adam_epsilon <= 1.f)) c.fail("adam_epsilon", "must be in (0, 1]");
-  t.momentum = c.get<float>("momentum", t.momentum);
-  if (!(t.momentum >= 0.f && t.momentum < 1.f)) c.fail("momentum", "must be in [0, 1)");
+  t.momentum = c.get_fraction("momentum", t.momentum);
   t.nesterov = c.get<bool>("nesterov", t.nesterov);
   if (t.nesterov && t.momentum == 0.f) c.fail("nesterov", "needs train.momentum > 0");
   t.precision = c.get_choice("precision", {"f32", "bf16"}, "f32") == "bf16" ? Precision::BF16 : Precision::F32;
