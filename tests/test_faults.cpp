@@ -151,6 +151,32 @@ TEST_CASE("resume_writes_its_set_overrides_back_to_config_yaml") {
   CHECK(losses(run).size() == 35);
 }
 
+TEST_CASE("resuming_a_finished_run_writes_nothing_and_says_so") {
+  TempDir d;
+  const std::string run = trained_run(d);
+  auto files = [&] {
+    std::string all;
+    for (const char* f : {"metrics.jsonl", "config.yaml", "checkpoint-last.safetensors", "checkpoint-best.safetensors"})
+      all += read_file(run + "/" + f);
+    return all;
+  };
+  const std::string before = files();
+  CHECK(before.find("\"done\":true") != std::string::npos);
+  const Result r = headroom("train --resume " + quote(run));
+  CHECK(r.code == 0);
+  CHECK_MESSAGE(r.output.find("finished at step 30 of 30: nothing to resume") != std::string::npos, r.output);
+  CHECK(files() == before);  // no second evaluation, test or session row
+  // a run killed after its last step but before its end (no "done" or test row: the tiny run has no test split)
+  // finishes it when resumed
+  std::string cut;
+  std::istringstream rows(read_file(run + "/metrics.jsonl"));
+  for (std::string row; std::getline(rows, row);)
+    if (row.find("\"done\"") == std::string::npos && row.find("\"test\"") == std::string::npos) cut += row + "\n";
+  write_file(run + "/metrics.jsonl", cut);
+  REQUIRE(headroom("train --quiet --resume " + quote(run)).code == 0);
+  CHECK(read_file(run + "/metrics.jsonl").find("\"done\":true") != std::string::npos);
+}
+
 TEST_CASE("train_refuses_an_out_that_holds_a_run_and_keeps_it") {
   TempDir d;
   const std::string run = trained_run(d);

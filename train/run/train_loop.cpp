@@ -151,6 +151,20 @@ int64_t drop_metrics_after(const std::string& path, int64_t step) {
   return tokens;
 }
 
+// Whether the log says the run ended at `step`: its "done" row, or its test row (logged after the last evaluation
+// and save; runs from before the "done" row have only that).
+bool logged_end_at(const std::string& path, int64_t step) {
+  if (!regular_file_or_absent(path)) return false;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = parse_json_line(line).value;
+    if (j.is_object() && (j.contains("done") || j.contains("test")) && j.contains("step") &&
+        j["step"].is_number_integer() && j["step"].get<int64_t>() == step)
+      return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 TrainLoop::TrainLoop(const TrainArgs& args) : resume_(!args.resume_dir.empty()), quiet_(args.quiet) {
@@ -164,6 +178,20 @@ TrainLoop::TrainLoop(const TrainArgs& args) : resume_(!args.resume_dir.empty()),
   }
   build_optimizer();
   load_resume_state();
+  if (resume_ && st_.step >= total_steps_) {
+    // Resuming a finished run would evaluate and test it again and log those rows twice; one killed after its last
+    // step but before its end (the last evaluation, save or test) goes on to finish them.
+    double done = lead_ && logged_end_at(dir_ + "/metrics.jsonl", st_.step) ? 1 : 0;
+    comm_->all_reduce_host(&done, 1, ReduceOp::Max);
+    finished_ = done > 0;
+    if (finished_) {
+      if (lead_)
+        std::cout << dir_ << " finished at step " << st_.step << " of " << total_steps_
+                  << ": nothing to resume, nothing written (to train further: --set train.max_steps=N, N > "
+                  << st_.step << ")\n";
+      return;
+    }
+  }
   // Everything above validated the config (a resume's --set against its checkpoint too): only now is the run
   // directory written, so a refused resume leaves it as it was.
   write_run_dir();
@@ -343,6 +371,7 @@ void TrainLoop::evaluate() {
 }
 
 int TrainLoop::run() {
+  if (finished_) return 0;
   g_stop_signal = 0;
   for (const int sig : kStopSignals) std::signal(sig, on_stop_signal);
   struct RestoreSignals {
@@ -370,6 +399,7 @@ int TrainLoop::run() {
   }
   test();
   const double total_s = elapsed_s();
+  log_json({{"step", st_.step}, {"done", true}, {"elapsed_s", total_s}});
   progress_->message("done in " + std::to_string(static_cast<int>(total_s)) + " s; run directory " + dir_);
   comm_->barrier();  // the other ranks wait (asleep) for rank 0's last evaluation and save
   return 0;

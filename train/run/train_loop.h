@@ -31,7 +31,7 @@ class TrainLoop {
   // Validates everything (a resume's --set against its checkpoint too) before it writes the run directory, so a
   // refused start leaves an existing run as it was. Throws ConfigError / UsageError.
   explicit TrainLoop(const TrainArgs& args);
-  // The process exit code: 0 done, 3 stopped on repeated non-finite losses, 128 + the signal when SIGINT, SIGTERM or
+  // The process exit code: 0 done (or a finished run resumed: nothing written), 3 stopped on repeated non-finite losses, 128 + the signal when SIGINT, SIGTERM or
   // SIGHUP stopped it (after saving checkpoint-last at the step boundary).
   int run();
 
@@ -54,6 +54,7 @@ class TrainLoop {
   double elapsed_s() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
   bool resume_ = false, quiet_ = false;
+  bool finished_ = false;  // a resume of a run that had ended (its "done" or test row logged): nothing to do
   std::string dir_, config_file_, last_ckpt_, best_ckpt_;
   RunConfig rc_;
   std::unique_ptr<Communicator> comm_;
