@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cmath>
+#include <sstream>
 
 #include "tests/mlm_run.h"
 #include "tests/report_page.h"
@@ -217,6 +218,17 @@ TEST_CASE("report of a tiny run: every section, every image decodes, nothing out
     CHECK(page.find("not computed (--no-eval)") != std::string::npos);
     CHECK(page.find("most confused label pairs") == std::string::npos);
     CHECK(count_of(page_sections(page), "errors") == 1);
+  }
+
+  SUBCASE("the summary says whether the run finished: its metrics end with a done row") {
+    CHECK(html.find("20 (") != std::string::npos);
+    CHECK(html.find("epoch(s)), finished") != std::string::npos);
+    std::string rows, line;
+    for (std::istringstream in(read_file(run + "/metrics.jsonl")); std::getline(in, line);)
+      if (line.find("\"done\"") == std::string::npos) rows += line + "\n";
+    write_file(run + "/metrics.jsonl", rows);  // as a run killed before its end leaves it
+    const std::string page = report("--no-eval " + quote(run), d / "killed.html");
+    CHECK(page.find("not finished (running, stopped or killed: headroom train --resume") != std::string::npos);
   }
 }
 

@@ -95,6 +95,8 @@ RunMetrics read_run_metrics(const std::string& path) {
       m.skipped.push_back(step);
     } else if (j.contains("test")) {
       m.test = TestRow{step, metric_map(j["test"], where), j.value("checkpoint", std::string())};
+    } else if (j.contains("done")) {
+      m.done = step;
     }
     // other rows (written by later versions) carry nothing a report draws
   }

@@ -522,8 +522,13 @@ std::string summary_section(const RunView& v) {
                                                               " time(s))" : "")});
   rows.push_back({"wall time", duration(m.wall_s())});
   const TrainRow* last = m.train.empty() ? nullptr : &m.train.back();
-  rows.push_back({"steps", last ? std::to_string(last->step) + " (" + std::to_string(last->epoch + 1) + " epoch(s))"
-                                : "–"});
+  // runs from before the "done" row end with their test row
+  const bool ended = m.done || (m.test && last && m.test->step == last->step);
+  rows.push_back({"steps", (last ? std::to_string(last->step) + " (" + std::to_string(last->epoch + 1) + " epoch(s))"
+                                 : "–") +
+                               (ended ? ", finished"
+                                      : ", not finished (running, stopped or killed: headroom train --resume " +
+                                            v.dir + " continues it)")});
   if (last && std::isfinite(last->tokens)) rows.push_back({"tokens seen", number(last->tokens)});
   rows.push_back({"speed (median)",
                   number(median(train_values(m, [](const TrainRow& r) { return r.tokens_per_s; }))) +
