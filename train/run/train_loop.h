@@ -31,8 +31,9 @@ class TrainLoop {
   // Validates everything (a resume's --set against its checkpoint too) before it writes the run directory, so a
   // refused start leaves an existing run as it was. Throws ConfigError / UsageError.
   explicit TrainLoop(const TrainArgs& args);
-  // The process exit code: 0 done (or a finished run resumed: nothing written), 3 stopped on repeated non-finite losses, 128 + the signal when SIGINT, SIGTERM or
-  // SIGHUP stopped it (after saving checkpoint-last at the step boundary).
+  // The process exit code: 0 done (or a finished run resumed: nothing written), 3 stopped on repeated non-finite
+  // losses, 128 + the signal when SIGINT, SIGTERM or SIGHUP stopped it (after saving checkpoint-last at the step
+  // boundary).
   int run();
 
  private:

@@ -96,7 +96,7 @@ RunMetrics read_run_metrics(const std::string& path) {
     } else if (j.contains("test")) {
       m.test = TestRow{step, metric_map(j["test"], where), j.value("checkpoint", std::string())};
     } else if (j.contains("done")) {
-      m.done = step;
+      m.done = true;
     }
     // other rows (written by later versions) carry nothing a report draws
   }

@@ -42,7 +42,7 @@ struct RunMetrics {
   std::vector<EvalRow> evals;
   std::vector<int64_t> skipped;  // steps skipped for a non-finite loss or gradient
   std::optional<TestRow> test;
-  std::optional<int64_t> done;  // the step of the "done" row the run ends with (absent: running, stopped or killed)
+  bool done = false;  // the "done" row a run ends with was logged (none: running, stopped or killed)
   std::string note;  // e.g. the torn last line that was skipped
 
   // The evaluation metric that picks the best checkpoint: what the rows say, else accuracy, f1, masked_accuracy, else
