@@ -17,6 +17,7 @@ namespace {
 
 // Values (scalars, sequences, mappings, each alias counted again) a config may expand to: configs have hundreds.
 constexpr int64_t kMaxValues = 1'000'000;
+constexpr int kMaxDepth = 32;  // real configs nest five levels (model.layers[0].attention.heads); walks recurse per level
 constexpr uint64_t kMaxConfigBytes = 16 << 20;  // configs are kilobytes
 
 std::string join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
@@ -152,12 +153,18 @@ struct Config::Document {
   // yaml-cpp keeps duplicate keys (lookups see the first) and allows non-scalar keys; both are mistakes in a config.
   // An alias is its anchor's node again, so aliases of aliases ("billion laughs") expand a kilobyte into 10^9 values
   // for every walk of the tree: `budget` bounds the values this walk (and so every later one) may visit.
-  void check_keys(const YAML::Node& node, const std::string& path, int64_t& budget) const {
+  // `depth` is the nesting level of `node`; a limit keeps this walk (and dump()'s) off the end of the stack.
+  void check_keys(const YAML::Node& node, const std::string& path, int depth, int64_t& budget) const {
     if (--budget < 0)
       throw ConfigError(locate(path, node.Mark().line + 1) + ": the config expands to more than " +
                         std::to_string(kMaxValues) + " values (aliases of aliases?); write it out without them");
+    if (depth > kMaxDepth && (node.IsSequence() || node.IsMap()))
+      throw ConfigError(locate(path, node.Mark().line + 1) + ": nested more than " + std::to_string(kMaxDepth) +
+                        " levels deep; a config nests a few (model.layers[0].attention.heads), and an alias inside its own "
+                        "anchor ('&a [*a]') nests forever");
     if (node.IsSequence())
-      for (size_t i = 0; i < node.size(); ++i) check_keys(node[i], path + "[" + std::to_string(i) + "]", budget);
+      for (size_t i = 0; i < node.size(); ++i)
+        check_keys(node[i], path + "[" + std::to_string(i) + "]", depth + 1, budget);
     if (!node.IsMap()) return;
     std::map<std::string, int> first_line;
     for (const auto& kv : node) {
@@ -168,7 +175,7 @@ struct Config::Document {
       if (!inserted)
         throw ConfigError(locate(key_path, line) + ": duplicate key (first given on line " +
                           std::to_string(it->second) + ")");
-      check_keys(kv.second, key_path, budget);
+      check_keys(kv.second, key_path, depth + 1, budget);
     }
   }
 };
@@ -208,7 +215,7 @@ Config Config::parse(const std::string& yaml_text, const std::string& name) {
   auto doc = std::make_shared<Document>();
   doc->file = name;
   int64_t budget = kMaxValues;
-  doc->check_keys(root, "", budget);
+  doc->check_keys(root, "", 0, budget);
   Config config(doc, root, "", 1);
   if (!root.IsMap()) config.fail("expected a mapping of settings at the top level, got " + describe(root));
   return config;
@@ -225,6 +232,9 @@ void Config::apply_override(const std::string& assignment) {
   const std::vector<std::string> parts = split(assignment.substr(0, eq), '.');
   if (std::ranges::any_of(parts, [](const std::string& part) { return part.empty(); }))
     throw ConfigError(label + ": the key must be dot-separated names, e.g. train.lr=3e-4");
+  if (parts.size() > kMaxDepth)
+    throw ConfigError(label + ": the key has " + std::to_string(parts.size()) + " parts; a config nests at most " +
+                      std::to_string(kMaxDepth) + " levels");
   YAML::Node value;
   try {
     value = YAML::Load(assignment.substr(eq + 1));
@@ -269,7 +279,7 @@ void Config::apply_override(const std::string& assignment) {
   std::erase_if(doc_->overrides, [&](const auto& entry) { return within(entry.first, source); });
   doc_->overrides[source] = label;
   int64_t budget = kMaxValues;
-  doc_->check_keys(value, path, budget);
+  doc_->check_keys(value, path, static_cast<int>(parts.size()), budget);
 }
 
 YAML::Node Config::lookup(const std::string& key) const {

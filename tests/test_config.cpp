@@ -267,6 +267,31 @@ TEST_CASE("a duplicate key is an error") {
         "configs/base.yaml:16: train.lr: duplicate key (first given on line 14)");
 }
 
+TEST_CASE("nesting beyond 32 levels, or an alias inside its own anchor, is an error, not a stack overflow") {
+  // yaml-cpp parses up to 498 levels, and an alias inside its own anchor is a cycle: the key check recursed until the
+  // stack ran out (the fuzzer's find)
+  const std::string deep = "a: " + std::string(400, '[') + std::string(400, ']') + "\n";
+  CHECK(error_of([&] { Config::parse(deep, "configs/deep.yaml"); }) ==
+        "configs/deep.yaml:1: a" + [] {
+          std::string path;
+          for (int i = 0; i < 32; ++i) path += "[0]";
+          return path;
+        }() + ": nested more than 32 levels deep; a config nests a few (model.layers[0].attention.heads), and an alias "
+        "inside its own anchor ('&a [*a]') nests forever");
+  std::string ok = "a: " + std::string(32, '[') + std::string(32, ']') + "\n";  // a level below the limit parses
+  CHECK_NOTHROW(Config::parse(ok, "configs/deep.yaml"));
+  CHECK(error_of([] { Config::parse("a: &x {b: *x}\n", "configs/cycle.yaml"); })
+            .starts_with("configs/cycle.yaml:1: a.b.b.b"));
+  Config root = Config::parse(kBase, kName);
+  CHECK(error_of([&] { root.apply_override("train.a=&x [*x]"); }).find("nests forever") != std::string::npos);
+  std::string key = "train";
+  for (int i = 0; i < 32; ++i) key += ".a";
+  CHECK(error_of([&] { root.apply_override(key + "=1"); }) ==
+        "--set " + key + "=1: the key has 33 parts; a config nests at most 32 levels");
+  CHECK(error_of([&] { root.apply_override("train.a=" + std::string(40, '[') + std::string(40, ']')); })
+            .find("nested more than 32 levels deep") != std::string::npos);
+}
+
 TEST_CASE("load_file: contents, an empty file, a missing file") {
   const std::string path = write_temp("base.yaml", kBase);
   CHECK(Config::load_file(path).child("model").get<int64_t>("d_model") == 64);
