@@ -1,5 +1,7 @@
 #include "framework/config.h"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -16,7 +18,7 @@ namespace hr {
 namespace {
 
 // Values (scalars, sequences, mappings, each alias counted again) a config may expand to: configs have hundreds.
-constexpr int64_t kMaxValues = 1'000'000;
+constexpr int64_t kMaxValues = 100'000;
 constexpr int kMaxDepth = 32;  // real configs nest five levels (model.layers[0].attention.heads); walks recurse per level
 constexpr uint64_t kMaxConfigBytes = 16 << 20;  // configs are kilobytes
 
@@ -36,6 +38,29 @@ std::string quoted(const std::string& text) {
   size_t cut = kShown;
   while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
   return "'" + text.substr(0, cut) + "...' (" + std::to_string(text.size()) + " bytes)";
+}
+
+// Where the first two documents of a YAML stream start (fewer if it has fewer). Not YAML::LoadAll: yaml-cpp 0.7's
+// never returns on a stray ',' (jbeder/yaml-cpp#1040, fixed after 0.8), its parser reporting the same empty document
+// at the same place again and again, allocating as it goes; two documents that start at one place are that case.
+std::vector<YAML::Mark> document_starts(const std::string& text) {
+  struct Starts : YAML::EventHandler {
+    std::vector<YAML::Mark> marks;
+    void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+  } starts;
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  while (starts.marks.size() < 2 && parser.HandleNextDocument(starts)) {
+  }
+  return starts.marks;
 }
 
 std::string describe(const YAML::Node& node) {
@@ -197,20 +222,25 @@ Config Config::load_file(const std::string& path) {
 }
 
 Config Config::parse(const std::string& yaml_text, const std::string& name) {
-  std::vector<YAML::Node> documents;
+  const auto syntax_error = [&](const YAML::Mark& mark, const std::string& what) {
+    return ConfigError(name + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) +
+                       ": YAML syntax error: " + what);
+  };
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(yaml_text);
+    // YAML::Load would read the first document and drop the rest unseen
+    const std::vector<YAML::Mark> starts = document_starts(yaml_text);
+    if (starts.size() == 2 && starts[0].pos == starts[1].pos) {
+      const char c = static_cast<size_t>(starts[1].pos) < yaml_text.size() ? yaml_text[starts[1].pos] : ' ';
+      throw syntax_error(starts[1], "unexpected '" + std::string(1, c) + "'");
+    }
+    if (starts.size() == 2)
+      throw ConfigError(name + ":" + std::to_string(starts[1].line + 1) +
+                        ": a second YAML document (after '---'): a config is one document; remove the '---' line");
+    root = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
-    throw ConfigError(name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                      ": YAML syntax error: " + e.msg);
+    throw syntax_error(e.mark, e.msg);
   }
-  // YAML::Load would read the first document and drop the rest unseen
-  if (documents.size() > 1) {
-    const int line = documents[1].Mark().line;
-    throw ConfigError(name + (line >= 0 ? ":" + std::to_string(line + 1) : std::string()) +
-                      ": a second YAML document (after '---'): a config is one document; remove the '---' line");
-  }
-  const YAML::Node root = documents.empty() ? YAML::Node() : documents[0];
   if (root.IsNull()) throw ConfigError(name + ":1: the file is empty");
   auto doc = std::make_shared<Document>();
   doc->file = name;

@@ -262,6 +262,16 @@ TEST_CASE("YAML syntax errors carry yaml-cpp's line and column") {
   CHECK(message.find("YAML syntax error: end of sequence flow not found") != std::string::npos);
 }
 
+TEST_CASE("a stray comma is a syntax error, not a hang") {
+  // yaml-cpp 0.7's LoadAll returns no more on these, allocating until memory runs out
+  CHECK(error_of([] { Config::parse(",", "configs/comma.yaml"); }) ==
+        "configs/comma.yaml:1:1: YAML syntax error: unexpected ','");
+  CHECK(error_of([] { Config::parse("model: {d_model: 64}\n, train", "configs/comma.yaml"); }) ==
+        "configs/comma.yaml:2:1: YAML syntax error: end of map not found");
+  CHECK(error_of([] { Config::parse("model: {d_model: 64}\n---\n,", "configs/comma.yaml"); }) ==
+        "configs/comma.yaml:2: a second YAML document (after '---'): a config is one document; remove the '---' line");
+}
+
 TEST_CASE("a duplicate key is an error") {
   CHECK(error_of([] { base_with("  steps: 100\n", "  steps: 100\n  lr: 1\n"); }) ==
         "configs/base.yaml:16: train.lr: duplicate key (first given on line 14)");

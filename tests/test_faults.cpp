@@ -487,8 +487,8 @@ TEST_CASE("a_config_with_a_second_yaml_document_is_an_error_naming_its_line") {
   for (const std::string command : {"info ", "train --quiet "}) {
     const Result r = headroom(command + quote(cfg));
     CHECK(r.code == 2);
-    // the line where the second document's content starts
-    const std::string where = "tiny.yaml:" + std::to_string(lines + 2) + ": a second YAML document";
+    // the '---' line that starts the second document
+    const std::string where = "tiny.yaml:" + std::to_string(lines + 1) + ": a second YAML document";
     CHECK_MESSAGE(r.output.find(where) != std::string::npos, r.output);
   }
 }
