@@ -341,4 +341,14 @@ TEST_CASE("report: a RUN that is not a run directory, or a bad metrics line, exi
   CHECK_MESSAGE(torn.code == 0, torn.output);
   CHECK(torn.output.find("metrics.jsonl:" ) != std::string::npos);
   CHECK(read_file(run + "/report.html").find("a torn last line") != std::string::npos);
+
+  // a config.yaml whose alias holds itself: the comparison of two runs walked it until the stack ran out
+  fs::create_directories(d / "cycle");
+  write_file(d / "cycle/config.yaml", "model: &m {layers: [*m]}\n");
+  write_file(d / "cycle/metrics.jsonl", "{\"step\": 0}\n");
+  const Result cycle = headroom("report " + quote(d / "cycle") + " " + quote(run) + " --out " + quote(d / "c.html"));
+  CHECK(cycle.code == 2);
+  CHECK_MESSAGE(cycle.output.find(d / "cycle/config.yaml:1: model.layers[0].layers[0]") != std::string::npos,
+                cycle.output);
+  CHECK_FALSE(fs::exists(d / "c.html"));
 }

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "framework/atomic_file.h"
+#include "framework/config.h"
 #include "kernels/base/error.h"
 #include "models/head_pruning.h"
 #include "train/run/trainer.h"
@@ -148,6 +149,7 @@ RunView load_view(const std::string& dir, const ReportArgs& a, size_t index) {
   if (!v.metrics.note.empty() && !a.quiet) std::cerr << "note: " << v.metrics.note << "\n";
   v.config_text = read_text(dir + "/config.yaml");
   try {
+    Config::parse(v.config_text, dir + "/config.yaml");  // its bounds (nesting, aliases) before the report walks it
     v.config = YAML::Load(v.config_text);
   } catch (const YAML::Exception& e) {
     throw UsageError(dir + "/config.yaml:" + std::to_string(e.mark.line + 1) + ": not YAML: " + e.msg);
