@@ -8,11 +8,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "kernels/base/error.h"
+#include "tests/fuzz/token_cache_checksums.h"
 #include "tests/repo_files.h"
 #include "tests/temp_dir.h"
 #include "train/data/mlm_masking.h"
@@ -310,6 +312,19 @@ TEST_CASE("token cache: reused when fresh, rebuilt with a note when stale or cor
     write_file(path, bytes);
     const Opened o = open_cache({file}, bert(), cache_dir);
     CHECK(contains(o.log, "is corrupt (header checksum mismatch), rebuilding"));
+    CHECK(stream_of(o.cache) == expected);
+  }
+  SUBCASE("a forged token count whose byte size wraps around to the file's, checksums made to match") {
+    std::string bytes = read_bytes(path);
+    uint64_t tokens;
+    std::memcpy(&tokens, bytes.data() + 16, 8);
+    tokens += uint64_t{1} << 63;  // twice it is the true byte size modulo 2^64
+    std::memcpy(bytes.data() + 16, &tokens, 8);
+    hr::fuzz::forge_token_cache_checksums(bytes);
+    write_file(path, bytes);
+    const Opened o = open_cache({file}, bert(), cache_dir);
+    CHECK(o.cache.built());
+    CHECK(contains(o.log, "is corrupt ("));
     CHECK(stream_of(o.cache) == expected);
   }
   SUBCASE("a truncated cache") {
