@@ -8,7 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-all=(clinc150 conll config delimited jsonl safetensors squad token_cache tokenizer)
+all=(clinc150 conll config delimited jsonl safetensors squad text_corpus token_cache tokenizer)
 target=${1:?usage: scripts/fuzz.sh TARGET|all SECONDS (targets: ${all[*]})}
 seconds=${2:?usage: scripts/fuzz.sh TARGET|all SECONDS [RUNS]}
 runs_limit=${3:--1}
