@@ -256,9 +256,11 @@ std::optional<Rejection> try_map(const std::string& path, const std::vector<File
   f.data_crc = get<uint32_t>(p + 48);
   f.file_count = get<uint32_t>(p + 52);
   if (f.bytes_per_token != 2 && f.bytes_per_token != 4) return Rejection{"corrupt", "bad token width"};
-  // by division first: a forged count's byte size can wrap around to the file's
-  if (f.tokens > (file_bytes - f.data_offset) / f.bytes_per_token ||
-      file_bytes != f.data_offset + f.tokens * f.bytes_per_token) {
+  // a forged count whose byte size wraps around (to the file's, say) before the size is compared
+  if (f.tokens > (UINT64_MAX - f.data_offset) / f.bytes_per_token) {
+    return Rejection{"corrupt", "a count of " + std::to_string(f.tokens) + " tokens, more than any file holds"};
+  }
+  if (file_bytes != f.data_offset + f.tokens * f.bytes_per_token) {
     return Rejection{"corrupt", std::to_string(file_bytes) + " bytes, the header promises " +
                                     std::to_string(f.data_offset + f.tokens * f.bytes_per_token) + " (truncated)"};
   }
