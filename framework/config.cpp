@@ -19,7 +19,8 @@ namespace {
 
 // Values (scalars, sequences, mappings, each alias counted again) a config may expand to: configs have hundreds.
 constexpr int64_t kMaxValues = 100'000;
-constexpr int kMaxDepth = 32;  // real configs nest five levels (model.layers[0].attention.heads); walks recurse per level
+// Nesting levels: real configs have five (model.layers[0].attention.heads); the walks of the tree recurse per level.
+constexpr int kMaxDepth = 32;
 constexpr uint64_t kMaxConfigBytes = 16 << 20;  // configs are kilobytes
 
 std::string join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
@@ -185,8 +186,8 @@ struct Config::Document {
                         std::to_string(kMaxValues) + " values (aliases of aliases?); write it out without them");
     if (depth > kMaxDepth && (node.IsSequence() || node.IsMap()))
       throw ConfigError(locate(path, node.Mark().line + 1) + ": nested more than " + std::to_string(kMaxDepth) +
-                        " levels deep; a config nests a few (model.layers[0].attention.heads), and an alias inside its own "
-                        "anchor ('&a [*a]') nests forever");
+                        " levels deep; a config nests a few (model.layers[0].attention.heads), and an alias inside "
+                        "its own anchor ('&a [*a]') nests forever");
     if (node.IsSequence())
       for (size_t i = 0; i < node.size(); ++i)
         check_keys(node[i], path + "[" + std::to_string(i) + "]", depth + 1, budget);

@@ -1,7 +1,7 @@
 // The token cache file (train/data/token_cache.h) as a damaged or hand-made file presents it: the input replaces the
 // cache of a fixed two-document corpus, with its two CRC-32s recomputed over the input first
-// (token_cache_checksums.h), so that the fuzzer reaches the checks behind them. TokenCache::open must reject the file and
-// rebuild, or accept a stream it can read from end to end; either way without reading outside the file.
+// (token_cache_checksums.h), so that the fuzzer reaches the checks behind them. TokenCache::open must reject the file
+// and rebuild, or accept a stream it can read from end to end; either way without reading outside the file.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

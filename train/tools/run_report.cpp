@@ -148,12 +148,10 @@ RunView load_view(const std::string& dir, const ReportArgs& a, size_t index) {
   v.metrics = read_run_metrics(dir + "/metrics.jsonl");
   if (!v.metrics.note.empty() && !a.quiet) std::cerr << "note: " << v.metrics.note << "\n";
   v.config_text = read_text(dir + "/config.yaml");
-  try {
-    Config::parse(v.config_text, dir + "/config.yaml");  // its bounds (nesting, aliases) before the report walks it
-    v.config = YAML::Load(v.config_text);
-  } catch (const YAML::Exception& e) {
-    throw UsageError(dir + "/config.yaml:" + std::to_string(e.mark.line + 1) + ": not YAML: " + e.msg);
-  }
+  // Config::parse checks the text (YAML syntax, one document, nesting, aliases: ConfigError) before the report walks
+  // the tree; YAML::Load then reads what it accepted
+  Config::parse(v.config_text, dir + "/config.yaml");
+  v.config = YAML::Load(v.config_text);
   try {
     v.rc = load_run_config(dir + "/config.yaml", {}, /*check_files=*/false);
   } catch (const std::exception& e) {
