@@ -137,7 +137,11 @@ TEST_CASE("kill_9_during_a_step_resumes_from_the_last_checkpoint_without_duplica
   for (const auto& row : metrics_rows(d / "run"))
     if (row.contains("loss")) ++seen[row["step"].get<int64_t>()];
   CHECK(seen.size() == static_cast<size_t>(saved + 5));
-  for (const auto& [step, n] : seen) CHECK_MESSAGE(n == 1, "step " << step << " logged " << n << " times");
+  for (const auto& [step_, n_] : seen) {
+    const auto& step = step_;
+    const auto& n = n_;  // CAPTURE's lambda cannot capture a binding (clang 14)
+    CHECK_MESSAGE(n == 1, "step " << step << " logged " << n << " times");
+  }
 }
 
 TEST_CASE("resume_writes_its_set_overrides_back_to_config_yaml") {
@@ -359,7 +363,9 @@ TEST_CASE("import_hf_and_prune_refuse_an_out_that_is_not_a_new_or_empty_director
                                                       {run, "already holds a run"}};
   const std::string run_config = read_file(run + "/config.yaml");
   for (const std::string& command : {"import-hf " + hf, "prune --run " + quote(run) + " --keep 1"}) {
-    for (const auto& [out, why] : outs) {
+    for (const auto& [out_, why_] : outs) {
+      const auto& out = out_;
+      const auto& why = why_;  // CAPTURE's lambda cannot capture a binding (clang 14)
       CAPTURE(command);
       CAPTURE(out);
       const Result r = headroom(command + " --out " + quote(out));
@@ -448,7 +454,9 @@ TEST_CASE("nan_zero_and_negative_option_values_are_refused_naming_the_option_and
       {"info " + cfg + " --seq-len -1", "--seq-len"},
       {"attention --run " + dir + " --text a --layer -1 --head 0", "--layer"},
   };
-  for (const auto& [args, option] : refused) {
+  for (const auto& [args_, option_] : refused) {
+    const auto& args = args_;
+    const auto& option = option_;  // CAPTURE's lambda cannot capture a binding (clang 14)
     CAPTURE(args);
     const Result r = headroom(args);
     CHECK(r.code == 2);
@@ -620,7 +628,9 @@ TEST_CASE("model_sizes_past_the_machine_are_refused_before_allocating_naming_the
        "model.layers[0]: repeat 1000000000"},
       {"bench " + cfg + " --batch 1000000000", "bench --batch 1000000000"},
   };
-  for (const auto& [args, key] : refused) {
+  for (const auto& [args_, key_] : refused) {
+    const auto& args = args_;
+    const auto& key = key_;  // CAPTURE's lambda cannot capture a binding (clang 14)
     CAPTURE(args);
     const Result r = headroom_within(20, args);
     CHECK(r.code == 2);
@@ -677,7 +687,9 @@ TEST_CASE("info_describes_a_model_past_the_machine_without_allocating_it_and_ref
       {" --set model.layers.0.repeat=1000000000", "model.layers[0]: repeat 1000000000"},
       {" --set model.d_model=4611686018427387904", "model.d_model 4.61e+18"},
   };
-  for (const auto& [set, key] : refused) {
+  for (const auto& [set_, key_] : refused) {
+    const auto& set = set_;
+    const auto& key = key_;  // CAPTURE's lambda cannot capture a binding (clang 14)
     CAPTURE(set);
     r = headroom_within(20, "info " + cfg + set);
     CHECK(r.code == 2);
@@ -759,7 +771,9 @@ TEST_CASE("checkpoint_metadata_out_of_range_is_refused_on_load") {
   const std::string run = trained_run(d);
   const std::string last = run + "/checkpoint-last.safetensors";
   const SafeTensorsFile good = read_safetensors(last);
-  for (const auto& [key, value] : {std::pair{"step", "-5"}, {"epoch", "999"}, {"best_step", "31"}}) {
+  for (const auto& [key_, value_] : {std::pair{"step", "-5"}, {"epoch", "999"}, {"best_step", "31"}}) {
+    const auto& key = key_;
+    const auto& value = value_;  // CAPTURE's lambda cannot capture a binding (clang 14)
     CAPTURE(key);
     SafeTensorsFile f = good;
     f.metadata[key] = value;
@@ -788,7 +802,9 @@ TEST_CASE("a_checkpoint_records_its_model_and_labels_and_a_load_names_what_diffe
        "model.layers[0].attention.heads: 2 in the checkpoint, 4 now"},
       {{"  pooling: mean\n", "  pooling: mean\n  norm: post\n"}, "model.norm: absent in the checkpoint, post now"},
   };
-  for (const auto& [edit, named] : changes) {
+  for (const auto& [edit_, named_] : changes) {
+    const auto& edit = edit_;
+    const auto& named = named_;  // CAPTURE's lambda cannot capture a binding (clang 14)
     CAPTURE(named);
     edited(edit.first, edit.second);
     const Result r = headroom(predict);
