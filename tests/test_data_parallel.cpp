@@ -149,7 +149,10 @@ TEST_CASE("mlm_pretraining_on_two_ranks_gives_the_losses_and_weights_of_one_proc
   train(1, cfg + " --out " + quote(d / "one"));
   train(2, cfg + " --out " + quote(d / "two"));
   check_same_losses(d / "one", d / "two", 1e-5);
-  check_same_checkpoint(d / "one/checkpoint-last.safetensors", d / "two/checkpoint-last.safetensors", 1e-5);
+  // The shards' sums and their weights round otherwise than one process's sum: after 12 steps the first FFN's adam_m
+  // is 1.6e-6 apart in the release build and 1.4e-5 in the ASan build (which vectorises otherwise); weighting the
+  // shards equally instead of by their masked tokens puts tensors 9e-2 apart.
+  check_same_checkpoint(d / "one/checkpoint-last.safetensors", d / "two/checkpoint-last.safetensors", 5e-5);
 }
 
 // bf16 where the device runs it (tests/test_bf16.cpp covers the rest)

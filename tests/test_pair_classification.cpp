@@ -247,7 +247,10 @@ TEST_CASE("a tiny sentence-pair classifier trains, has segment embeddings, and p
   for (int64_t s = 291; s <= 300; ++s) last += loss.at(s) / 10;
   CAPTURE(first);
   CAPTURE(last);
-  CHECK(last < 0.5 * first);  // about 0.7 -> 0.15 (2-3 s); the premise alone cannot go below 0.69
+  // the premise alone cannot go below ln 2 = 0.69; both fields reach 0.08-0.46 by step 300 over seeds 0-5 (when the
+  // plateau is left is chaotic: a rounding change in the loss's exp moves it), 2-3 s
+  CHECK(first > 0.65);
+  CHECK(last < 0.6);
 
   LoadedRun run = load_run(d / "run", "last", /*load_data=*/false);
   CHECK(run.model->segments() == 2);

@@ -171,27 +171,46 @@ HR_HD void softmax_dropout_backward_row(const Lanes& g, const float* y, const fl
   }
 }
 
-// y = log_softmax(x + mask); mask may be null
-template <class Lanes>
-HR_HD void log_softmax_row(const Lanes& g, const float* x, const float* mask, float* y, int64_t n) {
+namespace detail {
+
+template <class Lanes, class Score>
+HR_HD void log_softmax_of(const Lanes& g, const Score& score, float* y, int64_t n) {
   float mx = -INFINITY;
-  for (int64_t j = g.first; j < n; j += g.stride) mx = fmaxf(mx, x[j] + (mask ? mask[j] : 0.f));
+  HR_SIMD_MAX(mx)
+  for (int64_t j = g.first; j < n; j += g.stride) {
+    const float v = score(j);
+    mx = mx < v ? v : mx;
+  }
   mx = g.max(mx);
   float sum = 0.f;
-  for (int64_t j = g.first; j < n; j += g.stride) sum += expf(x[j] + (mask ? mask[j] : 0.f) - mx);
+  HR_SIMD_SUM(sum)
+  for (int64_t j = g.first; j < n; j += g.stride) sum += exp_or_zero(score(j) - mx);
   const float lse = mx + logf(g.sum(sum));
-  for (int64_t j = g.first; j < n; j += g.stride) y[j] = x[j] + (mask ? mask[j] : 0.f) - lse;
+  HR_SIMD
+  for (int64_t j = g.first; j < n; j += g.stride) y[j] = score(j) - lse;
 }
 
-// gx (+)= gy - exp(y) * sum(gy)
+}  // namespace detail
+
+// y = log_softmax(x + mask); mask may be null. exp_or_zero rather than expf: with a 30522-word vocabulary the MLM
+// loss's rows are a tenth of a pretraining step when expf and fmaxf stay scalar calls.
+template <class Lanes>
+HR_HD void log_softmax_row(const Lanes& g, const float* x, const float* mask, float* y, int64_t n) {
+  if (mask) detail::log_softmax_of(g, [=](int64_t j) { return x[j] + mask[j]; }, y, n);
+  else detail::log_softmax_of(g, [=](int64_t j) { return x[j]; }, y, n);
+}
+
+// gx (+)= gy - exp(y) * sum(gy); y <= 0 up to rounding, where exp_nonpositive still holds
 template <class Lanes>
 HR_HD void log_softmax_backward_row(const Lanes& g, const float* y, const float* gy, float* gx, int64_t n,
                                     bool accumulate) {
   float s = 0.f;
+  HR_SIMD_SUM(s)
   for (int64_t j = g.first; j < n; j += g.stride) s += gy[j];
   s = g.sum(s);
+  HR_SIMD
   for (int64_t j = g.first; j < n; j += g.stride) {
-    const float v = gy[j] - expf(y[j]) * s;
+    const float v = gy[j] - exp_or_zero(y[j]) * s;
     gx[j] = accumulate ? gx[j] + v : v;
   }
 }
@@ -246,7 +265,10 @@ template <class Lanes>
 HR_HD float cross_entropy_row(const Lanes& g, const float* logits, int32_t label, float* logp, int64_t C, float s) {
   log_softmax_row(g, logits, nullptr, logp, C);
   float sum = 0.f;
-  for (int64_t j = g.first; j < C; j += g.stride) sum += logp[j];
+  if (s != 0.f) {
+    HR_SIMD_SUM(sum)
+    for (int64_t j = g.first; j < C; j += g.stride) sum += logp[j];
+  }
   sum = g.sum(sum);  // also orders the lanes' logp writes before the read of logp[label]
   const float lp = label >= 0 && label < C ? logp[label] : NAN;
   return -(1.f - s) * lp - (s / static_cast<float>(C)) * sum;
@@ -257,9 +279,10 @@ template <class Lanes>
 HR_HD void cross_entropy_backward_row(const Lanes& g, const float* logp, int32_t label, float* glogits, int64_t C,
                                       float s, float gscale, bool accumulate) {
   const float off = s / static_cast<float>(C);
+  HR_SIMD
   for (int64_t j = g.first; j < C; j += g.stride) {
     const float t = off + (j == label ? 1.f - s : 0.f);
-    const float v = gscale * (expf(logp[j]) - t);
+    const float v = gscale * (exp_or_zero(logp[j]) - t);
     glogits[j] = accumulate ? glogits[j] + v : v;
   }
 }
