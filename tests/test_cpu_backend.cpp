@@ -98,7 +98,8 @@ double ref_unary(Unary op, double x, double a, double b) {
   return 0;
 }
 
-void run_gemm_case(const GemmCase& c) {
+// C = op(A) op(B) ... against a double-precision loop, through the backend or through `mm`
+void run_gemm_case(const GemmCase& c, OneDnnMatmul* mm = nullptr) {
   CAPTURE(c.batch); CAPTURE(c.M); CAPTURE(c.N); CAPTURE(c.K); CAPTURE(c.transA); CAPTURE(c.transB);
   CAPTURE(c.bcastA); CAPTURE(c.bcastB); CAPTURE(c.alpha); CAPTURE(c.beta); CAPTURE(c.bias); CAPTURE(c.gelu);
   const GemmLayout l = gemm_layout(c);
@@ -112,7 +113,8 @@ void run_gemm_case(const GemmCase& c) {
   g.A = A.data(); g.B = B.data(); g.C = C.data();
   g.bias = c.bias ? bias.data() : nullptr;
   if (c.bf16) g.inputs = GemmInputs::BF16, g.A = A16.data(), g.B = B16.data();
-  be().gemm(g);
+  if (mm) mm->run(g);
+  else be().gemm(g);
 
   // want: from the operands the gemm saw (rounded for bf16); exact: from the f32 operands; bound: sum |a w| per element
   std::vector<double> want(C0.begin(), C0.end()), exact = want, bound(want.size(), 0.0);  // padding, gaps untouched
@@ -169,6 +171,34 @@ TEST_CASE("gemm: every transpose combination, padded leading dims, awkward sizes
     for (int t = 0; t < 4; ++t)
       for (int64_t pad : {0, 3})
         run_gemm_case({1, s[0], s[1], s[2], (t & 1) != 0, (t & 2) != 0, pad, false, false, 1.f, 0.f, false});
+}
+
+TEST_CASE("gemm: an operand read along K with a 4 KB leading dimension is copied to a padded one, same result") {
+  CpuAllocator scratch;
+  OneDnnMatmul padding(scratch, true), plain(scratch, false);
+  // an FFN's weight gradients: A^T with lda 1024 (d_ff) against a narrow B; B with ldb 1024 after a narrow A^T,
+  // accumulated (beta 1); both operands at lda = ldb = 1024 by padding, with alpha and a bias
+  const GemmCase dw1{1, 1024, 64, 96, true, false, 0, false, false, 1.f, 0.f, false};
+  const GemmCase dw2{1, 64, 1024, 96, true, false, 0, false, false, 1.f, 1.f, false};
+  const GemmCase both{1, 24, 24, 40, true, false, 1000, false, false, 0.5f, 0.f, true};
+  CHECK(padding.padded_operands(gemm_layout(dw1).g) == 1);
+  CHECK(padding.padded_operands(gemm_layout(dw2).g) == 2);
+  CHECK(padding.padded_operands(gemm_layout(both).g) == 3);
+  CHECK(plain.padded_operands(gemm_layout(dw1).g) == 0);
+  // left alone: the other side wide or very narrow, a leading dimension off 4 KB, K contiguous, bf16, a batch
+  const GemmCase wide{1, 1024, 384, 8, true, false, 0, false, false, 1.f, 0.f, false};
+  const GemmCase thin{1, 1024, 8, 8, true, false, 0, false, false, 1.f, 0.f, false};
+  const GemmCase off{1, 1000, 64, 8, true, false, 0, false, false, 1.f, 0.f, false};
+  const GemmCase contiguous{1, 64, 64, 1024, false, true, 0, false, false, 1.f, 0.f, false};
+  const GemmCase batched{2, 1024, 64, 8, true, false, 0, false, false, 1.f, 0.f, false};
+  for (const GemmCase& c : {wide, thin, off, contiguous, batched}) CHECK(padding.padded_operands(gemm_layout(c).g) == 0);
+  GemmArgs bf16 = gemm_layout(dw1).g;
+  bf16.inputs = GemmInputs::BF16;
+  CHECK(padding.padded_operands(bf16) == 0);
+  for (const GemmCase& c : {dw1, dw2, both}) {
+    run_gemm_case(c, &padding);
+    run_gemm_case(c, &plain);
+  }
 }
 
 TEST_CASE("gemm: batches with broadcast operands, bias, alpha and beta") {

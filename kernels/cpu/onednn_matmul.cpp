@@ -68,10 +68,36 @@ void epilogue_after(const GemmArgs& g) {
   });
 }
 
+// Whether oneDNN runs f32 gemms at `isa` with its AVX2-or-older kernels, which have no rule for leading dimensions that
+// are multiples of 4 KB (its AVX-512 gemm copies operands with such a leading dimension)
+bool lacks_bad_ld_rule(dnnl::cpu_isa isa) {
+  using dnnl::cpu_isa;
+  return isa == cpu_isa::avx2 || isa == cpu_isa::avx2_vnni || isa == cpu_isa::avx || isa == cpu_isa::sse41;
+}
+
+bool multiple_of_4k(int64_t ld) { return ld * static_cast<int64_t>(sizeof(float)) % 4096 == 0; }
+
+// A leading dimension for rows of `cols` floats: whole 64-byte lines, one line of slack, never a multiple of 4 KB
+int64_t padded_ld(int64_t cols) {
+  int64_t ld = (cols + 15) / 16 * 16 + 16;
+  if (multiple_of_4k(ld)) ld += 16;
+  return ld;
+}
+
 }  // namespace
 
-OneDnnMatmul::OneDnnMatmul(CpuAllocator& scratch)
-    : scratch_(scratch), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+OneDnnMatmul::OneDnnMatmul(CpuAllocator& scratch, std::optional<bool> pad_4k_strides)
+    : scratch_(scratch),
+      pad_4k_strides_(pad_4k_strides.value_or(lacks_bad_ld_rule(dnnl::get_effective_cpu_isa()))),
+      engine_(dnnl::engine::kind::cpu, 0),
+      stream_(engine_) {}
+
+int OneDnnMatmul::padded_operands(const GemmArgs& g) const {
+  if (!pad_4k_strides_ || g.inputs != GemmInputs::F32 || g.batch != 1 || g.outer != 1) return 0;
+  const auto narrow = [](int64_t n) { return n >= 16 && n < 384; };
+  return (g.transA && multiple_of_4k(g.lda) && narrow(g.N) ? 1 : 0) |
+         (!g.transB && multiple_of_4k(g.ldb) && narrow(g.M) ? 2 : 0);
+}
 
 size_t OneDnnMatmul::KeyHash::operator()(const Key& k) const {
   uint64_t h = 0;
@@ -136,6 +162,7 @@ void OneDnnMatmul::run(const GemmArgs& g) {
   check_gemm(g);
   if (g.outer == 0 || g.batch == 0 || g.M == 0 || g.N == 0) return;
   if (g.K == 0) return gemm_empty_k(g);
+  if (const int padded = padded_operands(g)) return run_padded(g, padded);
   const Entry& e = entry(g);
 
   // oneDNN takes non-const handles; sources are only read
@@ -150,6 +177,33 @@ void OneDnnMatmul::run(const GemmArgs& g) {
   e.primitive.execute(stream_, args);
   stream_.wait();
   if ((g.bias && !bias_in_primitive(g)) || (g.gelu && !gelu_in_primitive(g))) epilogue_after(g);
+}
+
+void OneDnnMatmul::run_padded(const GemmArgs& g, int padded) {
+  // (K, cols) rows at `src` with leading dimension ld, copied to `ld_out` = padded_ld(cols)
+  using Block = std::unique_ptr<void, std::function<void(void*)>>;
+  const auto copy = [&](const void* src, int64_t ld, int64_t cols, int64_t& ld_out) {
+    ld_out = padded_ld(cols);
+    const size_t bytes = static_cast<size_t>(g.K * ld_out) * sizeof(float);
+    Block block(scratch_.allocate(bytes), [this, bytes](void* p) { scratch_.deallocate(p, bytes); });
+    const float* from = static_cast<const float*>(src);
+    float* to = static_cast<float*>(block.get());
+    cpu::parallel_for(g.K, cols, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) std::copy_n(from + r * ld, cols, to + r * ld_out);
+    });
+    return block;
+  };
+  GemmArgs p = g;
+  Block a, b;
+  if (padded & 1) {
+    a = copy(g.A, g.lda, g.M, p.lda);
+    p.A = a.get();
+  }
+  if (padded & 2) {
+    b = copy(g.B, g.ldb, g.N, p.ldb);
+    p.B = b.get();
+  }
+  run(p);
 }
 
 std::string OneDnnMatmul::implementation(const GemmArgs& g) {

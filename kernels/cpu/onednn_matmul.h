@@ -1,10 +1,12 @@
 // GEMM through oneDNN matmul. Strides, transposes, leading dimensions and batch broadcasts are all expressed in the
-// memory descriptors, so no operand is ever copied; primitives are built once per distinct problem and cached.
+// memory descriptors, so an operand is copied only where its leading dimension would slow oneDNN down (see
+// padded_operands); primitives are built once per distinct problem and cached.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -17,14 +19,21 @@ namespace hr {
 
 class OneDnnMatmul {
  public:
-  // Scratchpads (user-managed, so concurrent calls never share one) come from `scratch`.
-  explicit OneDnnMatmul(CpuAllocator& scratch);
+  // Scratchpads (user-managed, so concurrent calls never share one) come from `scratch`. pad_4k_strides: whether
+  // padded_operands may copy; by default where oneDNN's gemm does not do it itself (CPUs without AVX-512).
+  explicit OneDnnMatmul(CpuAllocator& scratch, std::optional<bool> pad_4k_strides = std::nullopt);
 
   // C = alpha op(A) op(B) + beta C (+ bias), as GemmArgs documents. Throws hr::Error on inconsistent arguments.
   void run(const GemmArgs& g);
   // oneDNN's name for the kernel that runs `g` (e.g. "brg:avx512_core", "gemm:jit"); tests use it to rule out "ref".
   std::string implementation(const GemmArgs& g);
   size_t cached_primitives() const;
+  // Which f32 operands `run` first copies to a leading dimension that is no multiple of 4 KB (bit 0: A, bit 1: B):
+  // one read along K (A transposed, B not) with such a leading dimension while the other side of the product is
+  // narrow (16 to 383). oneDNN 2.6's gemm on AVX2 then reads it in place, every row in the same L1 cache sets, at a
+  // third to a half of its rate (an FFN's weight gradient, (d_ff, tokens) x (tokens, d_model) with d_ff = 1024, on an
+  // AMD EPYC Zen 2: docs/performance.md); its AVX-512 kernels copy such operands themselves.
+  int padded_operands(const GemmArgs& g) const;
   // How oneDNN runs bf16 matmuls at instruction set `isa` (dnnl::get_effective_cpu_isa(): the CPU's flags, lowered by
   // DNNL_MAX_CPU_ISA): AMX or AVX512-BF16 natively, plain AVX-512 emulated, anything older not at all.
   static Backend::Bf16 bf16_support_for(dnnl::cpu_isa isa, std::string* why);
@@ -48,9 +57,12 @@ class OneDnnMatmul {
   static bool gelu_in_primitive(const GemmArgs& g) { return g.gelu && (!g.bias || bias_in_primitive(g)); }
   static Key key_of(const GemmArgs& g);
   const Entry& entry(const GemmArgs& g);
+  // run(g) with the operands padded_operands(g) names (`padded`) copied to a padded leading dimension
+  void run_padded(const GemmArgs& g, int padded);
   Entry create(const GemmArgs& g) const;
 
   CpuAllocator& scratch_;
+  bool pad_4k_strides_;
   dnnl::engine engine_;
   dnnl::stream stream_;
   mutable std::mutex mutex_;
