@@ -170,22 +170,22 @@ void OneDnnMatmul::run(const GemmArgs& g) {
                                        {DNNL_ARG_WEIGHTS, memory(e.b, engine_, const_cast<void*>(g.B))},
                                        {DNNL_ARG_DST, memory(e.c, engine_, g.C16 ? static_cast<void*>(g.C16) : g.C)}};
   if (bias_in_primitive(g)) args.emplace(DNNL_ARG_BIAS, memory(e.bias, engine_, const_cast<float*>(g.bias)));
-  const size_t scratch_bytes = e.scratch.get_size();
-  const std::unique_ptr<void, std::function<void(void*)>> scratch(
-      scratch_.allocate(scratch_bytes), [&](void* p) { scratch_.deallocate(p, scratch_bytes); });
+  const ScratchBlock scratch = scratch_block(e.scratch.get_size());
   if (scratch) args.emplace(DNNL_ARG_SCRATCHPAD, memory(e.scratch, engine_, scratch.get()));
   e.primitive.execute(stream_, args);
   stream_.wait();
   if ((g.bias && !bias_in_primitive(g)) || (g.gelu && !gelu_in_primitive(g))) epilogue_after(g);
 }
 
+OneDnnMatmul::ScratchBlock OneDnnMatmul::scratch_block(size_t bytes) {
+  return ScratchBlock(scratch_.allocate(bytes), [this, bytes](void* p) { scratch_.deallocate(p, bytes); });
+}
+
 void OneDnnMatmul::run_padded(const GemmArgs& g, int padded) {
   // (K, cols) rows at `src` with leading dimension ld, copied to `ld_out` = padded_ld(cols)
-  using Block = std::unique_ptr<void, std::function<void(void*)>>;
   const auto copy = [&](const void* src, int64_t ld, int64_t cols, int64_t& ld_out) {
     ld_out = padded_ld(cols);
-    const size_t bytes = static_cast<size_t>(g.K * ld_out) * sizeof(float);
-    Block block(scratch_.allocate(bytes), [this, bytes](void* p) { scratch_.deallocate(p, bytes); });
+    ScratchBlock block = scratch_block(static_cast<size_t>(g.K * ld_out) * sizeof(float));
     const float* from = static_cast<const float*>(src);
     float* to = static_cast<float*>(block.get());
     cpu::parallel_for(g.K, cols, [&](int64_t r0, int64_t r1) {
@@ -194,7 +194,7 @@ void OneDnnMatmul::run_padded(const GemmArgs& g, int padded) {
     return block;
   };
   GemmArgs p = g;
-  Block a, b;
+  ScratchBlock a, b;
   if (padded & 1) {
     a = copy(g.A, g.lda, g.M, p.lda);
     p.A = a.get();

@@ -5,6 +5,8 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -30,8 +32,8 @@ class OneDnnMatmul {
   size_t cached_primitives() const;
   // Which f32 operands `run` first copies to a leading dimension that is no multiple of 4 KB (bit 0: A, bit 1: B):
   // one read along K (A transposed, B not) with such a leading dimension while the other side of the product is
-  // narrow (16 to 383). oneDNN 2.6's gemm on AVX2 then reads it in place, every row in the same L1 cache sets, at a
-  // third to a half of its rate (an FFN's weight gradient, (d_ff, tokens) x (tokens, d_model) with d_ff = 1024, on an
+  // narrow (16 to 383). oneDNN 2.6's gemm on AVX2 then reads it in place, every row in the same L1 cache sets, at
+  // about half its rate (an FFN's weight gradient, (d_ff, tokens) x (tokens, d_model) with d_ff = 1024, on an
   // AMD EPYC Zen 2: docs/performance.md); its AVX-512 kernels copy such operands themselves.
   int padded_operands(const GemmArgs& g) const;
   // How oneDNN runs bf16 matmuls at instruction set `isa` (dnnl::get_effective_cpu_isa(): the CPU's flags, lowered by
@@ -55,6 +57,9 @@ class OneDnnMatmul {
   static bool bias_in_primitive(const GemmArgs& g) { return g.bias && g.alpha == 1.f; }
   // GELU is a post-op of the primitive unless it must follow a bias added afterwards.
   static bool gelu_in_primitive(const GemmArgs& g) { return g.gelu && (!g.bias || bias_in_primitive(g)); }
+  // A block of `scratch_` for the length of a call (null for 0 bytes)
+  using ScratchBlock = std::unique_ptr<void, std::function<void(void*)>>;
+  ScratchBlock scratch_block(size_t bytes);
   static Key key_of(const GemmArgs& g);
   const Entry& entry(const GemmArgs& g);
   // run(g) with the operands padded_operands(g) names (`padded`) copied to a padded leading dimension
