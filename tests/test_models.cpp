@@ -28,6 +28,7 @@
 #include "models/layer_registry.h"
 #include "tests/gradcheck.h"
 #include "train/tools/bench.h"
+#include "train/tools/gemm_stride_bench.h"
 #include "train/tools/kernel_bench.h"
 
 using namespace hr;
@@ -1000,6 +1001,19 @@ TEST_CASE("bench --kernels: every kernel timed on its shape, with the bytes its 
   CHECK(k[6].elements == 2 * 3 * 12 * 12);  // softmax over (B*H*T, T)
   CHECK(k[9].elements == 2 * 3 * 12 * 12);  // softmax + dropout (attention_weights)
   CHECK(k[12].elements == 5000);          // adamw over the parameters
+}
+
+TEST_CASE("bench --gemm-strides: both operand sides over the narrow widths, copied by default where the rule says") {
+  const std::vector<GemmStrideTiming> t = time_gemm_strides(64, 1024, 1);
+  REQUIRE(t.size() == 18);
+  for (size_t i = 0; i < t.size(); ++i) {
+    CAPTURE(i);
+    CHECK(t[i].operand == (i < 9 ? "A^T" : "B"));
+    CHECK((t[i].in_place_ms > 0 && t[i].padded_layout_ms > 0 && t[i].default_ms > 0));
+    // the default copies only on CPUs without AVX-512 (OneDnnMatmul::padded_operands), and only narrow 32-383
+    if (t[i].default_copies) CHECK((t[i].narrow >= 32 && t[i].narrow < 384));
+  }
+  CHECK(t[3].narrow == 64);
 }
 
 TEST_CASE("bench timings: steady-state training steps make no new system allocation, classifier and span QA") {

@@ -32,9 +32,10 @@ class OneDnnMatmul {
   size_t cached_primitives() const;
   // Which f32 operands `run` first copies to a leading dimension that is no multiple of 4 KB (bit 0: A, bit 1: B):
   // one read along K (A transposed, B not) with such a leading dimension while the other side of the product is
-  // narrow (16 to 383). oneDNN 2.6's gemm on AVX2 then reads it in place, every row in the same L1 cache sets, at
-  // about half its rate (an FFN's weight gradient, (d_ff, tokens) x (tokens, d_model) with d_ff = 1024, on an
-  // AMD EPYC Zen 2: docs/performance.md); its AVX-512 kernels copy such operands themselves.
+  // narrow (32 to 383). oneDNN 2.6's gemm on AVX2 then reads it in place, every row in the same L1 cache sets, at
+  // 0.5-0.6x its rate (an FFN's weight gradient, (d_ff, tokens) x (tokens, d_model) with d_ff = 1024, on an
+  // AMD EPYC Zen 2: `headroom bench CONFIG --gemm-strides`, docs/performance.md); its AVX-512 kernels copy such
+  // operands themselves.
   int padded_operands(const GemmArgs& g) const;
   // How oneDNN runs bf16 matmuls at instruction set `isa` (dnnl::get_effective_cpu_isa(): the CPU's flags, lowered by
   // DNNL_MAX_CPU_ISA): AMX or AVX512-BF16 natively, plain AVX-512 emulated, anything older not at all.

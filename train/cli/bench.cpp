@@ -45,6 +45,9 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_flag("--kernels", o->kernels, "also time elementwise, row and optimizer kernels alone on the config's shapes");
   cmd->add_flag("--attention", o->attention,
                 "time only attention (fused kernel and unfused ops, f32 and bf16) on the first heads layer's shape");
+  cmd->add_flag("--gemm-strides", o->gemm_strides,
+                "time only the FFN's weight-gradient gemms (f32, CPU) with the activations at their 4 KB leading "
+                "dimension, at a padded one, and as run by default, for narrow sides of 8 to 1024");
   return {cmd, [o, vocab, classes] {
             take_run_sizes(*o, vocab->count() > 0, classes->count() > 0);
             return bench_command(*o);

@@ -23,6 +23,7 @@
 #include "train/run/gradient_reducer.h"
 #include "train/run/training_step.h"
 #include "train/tools/attention_bench.h"
+#include "train/tools/gemm_stride_bench.h"
 #include "train/tools/kernel_bench.h"
 
 namespace hr {
@@ -268,6 +269,35 @@ int attention_bench(const BenchOptions& opt, const EncoderModel& model, Device d
   return 0;
 }
 
+// bench --gemm-strides: the FFN's weight-gradient products alone (train/tools/gemm_stride_bench.h) at the config's
+// d_ff and --batch x --seq-len tokens, one JSON object a product with --json
+int gemm_stride_bench(const BenchOptions& opt, const EncoderModel& model, Device d) {
+  if (d != Device::CPU) throw UsageError("bench --gemm-strides times oneDNN's CPU gemm: set train.device: cpu");
+  const int64_t T = opt.seq_len > 0 ? opt.seq_len : model.max_len(), K = opt.batch * T;
+  const int64_t wide = model.layer_stats(T).front().ffn_dim;
+  const int runs = static_cast<int>(std::max<int64_t>(opt.steps, 3));
+  if (!opt.json)
+    std::printf("FFN weight-gradient gemms on %s: K = %lld tokens, the (K, %lld) activations read along K at leading "
+                "dimension %lld (%s) or %lld, median of %d runs alternating\n"
+                "  operand  narrow   in place ms   padded layout ms   default ms   in place / padded   default copies\n",
+                device_name(d), static_cast<long long>(K), static_cast<long long>(wide), static_cast<long long>(wide),
+                wide * 4 % 4096 == 0 ? "a multiple of 4 KB" : "not a multiple of 4 KB",
+                static_cast<long long>(wide + 16), runs);
+  for (const GemmStrideTiming& r : time_gemm_strides(K, wide, runs)) {
+    if (opt.json) {
+      const nlohmann::json j = {{"operand", r.operand}, {"K", K}, {"wide", wide}, {"narrow", r.narrow},
+                                {"in_place_ms", r.in_place_ms}, {"padded_layout_ms", r.padded_layout_ms},
+                                {"default_ms", r.default_ms}, {"default_copies", r.default_copies}};
+      std::cout << j.dump() << "\n";
+    } else {
+      std::printf("  %-7s %7lld %13.3f %18.3f %12.3f %19.2f   %s\n", r.operand.c_str(),
+                  static_cast<long long>(r.narrow), r.in_place_ms, r.padded_layout_ms, r.default_ms,
+                  r.in_place_ms / r.padded_layout_ms, r.default_copies ? "yes" : "no");
+    }
+  }
+  return 0;
+}
+
 // Model FLOPs of one forward pass over a batch of B x T tokens, and of a training step: 3x the forward (forward +
 // backward for inputs and weights).
 struct BenchFlops {
@@ -367,6 +397,7 @@ int bench_command(const BenchOptions& opt) {
   auto model = build_model(rc.root.child("model"), ModelDims{opt.vocab, opt.classes});
   rc.root.check_all_read();  // the keys train would refuse (train.lerning_rate), refused here too
   if (opt.attention) return attention_bench(opt, *model, d);
+  if (opt.gemm_strides) return gemm_stride_bench(opt, *model, d);
   model->to(d);
   model->set_precision(precision);
   const int64_t B = opt.batch, T = opt.seq_len > 0 ? opt.seq_len : model->max_len();

@@ -18,6 +18,7 @@ struct BenchOptions {
   bool json = false;
   bool kernels = false;  // also time the backend's non-gemm kernels alone (train/tools/kernel_bench.h)
   bool attention = false;  // time attention alone instead of the model (train/tools/attention_bench.h)
+  bool gemm_strides = false;  // time the FFN's weight-gradient gemms alone at 4 KB and padded leading dimensions
   bool mlm_dense = false;  // an MLM model decodes every position instead of the masked ones (to measure what that costs)
 };
 
