@@ -381,6 +381,29 @@ TEST_CASE("classification_metrics on a hand-made case") {
   CHECK(no_oos.at("macro_f1") == doctest::Approx(m.at("macro_f1")));
 }
 
+TEST_CASE("a run that max_steps ends mid-epoch is evaluated at its last step, once; one ending with an epoch too") {
+  TempDir d;
+  const std::string cfg = setup(d);
+  const auto eval_steps = [&](const std::string& name, int64_t max_steps) {
+    const std::string run = d / name;
+    const Result r = headroom("train --quiet " + quote(cfg) + " --set train.eval_every=0 --set train.max_steps=" +
+                              std::to_string(max_steps) + " --out " + quote(run));
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+    CHECK(fs::exists(run + "/checkpoint-best.safetensors"));
+    std::vector<int64_t> steps;
+    for (const auto& row : metrics_rows(run))
+      if (row.contains("eval")) steps.push_back(row["step"].get<int64_t>());
+    return steps;
+  };
+  // 60 rows in batches of 8: an epoch's end is evaluated (eval_every 0), and so is step 10, mid-epoch
+  const std::vector<int64_t> cut = eval_steps("cut", 10);
+  REQUIRE(cut.size() == 2);
+  CHECK(cut[0] < 10);
+  CHECK(cut[1] == 10);
+  // a run whose last step ends an epoch is evaluated there once
+  CHECK(eval_steps("whole", cut[0]) == std::vector<int64_t>{cut[0]});
+}
+
 TEST_CASE("train.gate_lr: the L0 gates learn at their own rate, the weights at lr") {
   TempDir d;
   const std::string cfg = setup(d);

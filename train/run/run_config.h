@@ -35,7 +35,7 @@ struct TrainOptions {
   float label_smoothing = 0.f;
   int64_t seed = 0;
   Device device = Device::CPU;
-  int64_t eval_every = 0;     // steps; 0: at the end of every epoch
+  int64_t eval_every = 0;     // steps; 0: at the end of every epoch (and after the last step, wherever it falls)
   int64_t log_every = 50;
   bool bucket_by_length = true;
   std::string init_from;      // a weights file (safetensors, keys = parameter names)

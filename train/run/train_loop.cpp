@@ -105,7 +105,9 @@ std::string attention_paths(const EncoderModel& model, Device d) {
     const AttentionHeads* h = model.layer(i).heads();
     if (!h || h->num_heads() == 0) continue;
     const char* why = h->unfused_reason(false, d);
-    layers_of[why ? std::string("unfused path where the ") + why + ":" : "fused kernel:"] += " " + std::to_string(i);
+    std::string& layers = layers_of[why ? std::string("unfused path where the ") + why + ":" : "fused kernel:"];
+    layers += ' ';  // appended apart: GCC 12's -Wrestrict misfires on " " + std::to_string(i) (its bug 105329)
+    layers += std::to_string(i);
   }
   std::string out;
   for (const auto& [path, layers] : layers_of) out += "attention: " + path + " layers" + layers + "\n";
@@ -394,7 +396,9 @@ int TrainLoop::run() {
     if (st_.batch_in_epoch >= epoch_steps) end_epoch();
   }
   if (bad_steps_ == 0) {
-    if (t.eval_every > 0 && st_.step % t.eval_every != 0) evaluate();
+    // the last step is evaluated unless it just was (a multiple of eval_every, or an epoch's end without it): a run
+    // that max_steps cuts off mid-epoch is scored and has a best checkpoint too
+    if (t.eval_every > 0 ? st_.step % t.eval_every != 0 : st_.batch_in_epoch > 0) evaluate();
     save(last_ckpt_);
   }
   test();

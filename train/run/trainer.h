@@ -31,7 +31,7 @@ struct LoadedRun {
 LoadedRun load_run(const std::string& dir, const std::string& which, bool load_data = true,
                    const std::vector<std::string>& overrides = {});
 
-// DIR/checkpoint-<which>.safetensors; for "best" of a run stopped before its first evaluation (max_steps, a signal)
+// DIR/checkpoint-<which>.safetensors; for "best" of a run stopped before its first evaluation (a signal; no eval split)
 // checkpoint-last, with a note on stderr. UsageError when the run has neither.
 std::string checkpoint_path(const std::string& dir, const std::string& which);
 
