@@ -81,8 +81,10 @@ Tensor MultiHeadAttention::unfused_heads(const Tensor& qx, const Tensor& kx, con
     ctx.prev_logits = opt_.cross_layer ? logits : Tensor();  // only a cross-layer layer passes its logits on
     probs = softmax(logits, ctx.key_mask);
   }
-  if (talk_weights) probs = mix_heads(probs, *talk_weights);
+  // the maps are distributions: with talking heads the softmax of each mixed head, before the weight mixing (whose
+  // rows sum to talk_weights' column sums and may hold negative weights)
   if (ctx.attention_maps) ctx.attention_maps->push_back(probs.detach());
+  if (talk_weights) probs = mix_heads(probs, *talk_weights);
   if (!fused) probs = dropout(probs, opt_.dropout, training());
   return head_context(probs, vx);  // (B, T, H*Dh)
 }

@@ -15,7 +15,8 @@ struct LayerContext {
   int64_t layer_index = 0;  // position of the running layer in the stack
   // Cross-layer attention: the previous attention layer's pre-softmax logits (B, h_prev, T, T), or undefined.
   Tensor prev_logits;
-  // When set, attention layers append their attention weights (B, h, T, T) here (attention maps).
+  // When set, attention layers append their attention weights (B, h, T, T) here (attention maps): softmax rows, for
+  // talking heads those of the mixed logits, before the weights are mixed.
   std::vector<Tensor>* attention_maps = nullptr;
 };
 

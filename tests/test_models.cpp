@@ -299,6 +299,26 @@ model:
   check_close(p1, expected, "layer 1 attention = layer 0 attention, heads interleaved", 1e-5, 1e-6);
 }
 
+TEST_CASE("attention maps are distributions, with talking heads too: the softmax rows before the weight mixing") {
+  auto model = model_from_yaml("model:\n  type: encoder_classifier\n  d_model: 8\n  max_len: 8\n  dropout: 0\n"
+                               "  layers:\n    - attention: {heads: 3, head_dim: 2, talking_heads: true}\n"
+                               "    - attention: {heads: 2, head_dim: 4}\n");
+  randomize(*model, 17);  // talk.weights: identity + uniform(-0.5, 0.5), so mixed rows would not sum to 1
+  std::vector<Tensor> maps;
+  model->forward(toy_batch(), &maps);
+  REQUIRE(maps.size() == 2);
+  for (const Tensor& m : maps) {
+    const int64_t T = m.dim(3), rows = m.numel() / T;
+    const std::vector<float> w = m.to_vector();
+    for (int64_t r = 0; r < rows; ++r) {
+      double sum = 0, least = 1;
+      for (int64_t j = 0; j < T; ++j) sum += w[static_cast<size_t>(r * T + j)], least = std::min<double>(least, w[static_cast<size_t>(r * T + j)]);
+      CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+      CHECK(least >= 0);
+    }
+  }
+}
+
 TEST_CASE("an attention layer without cross_layer breaks the chain of residual logits") {
   // layer 2 must not see layer 0's logits through layer 1 (which mixes logits itself, by talking heads): the model
   // must equal the same one whose layer 0 passes nothing on. Both head-count patterns: equal (silently wrong sums
