@@ -4,11 +4,13 @@
 // type; and a tiny model that has to learn.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <map>
 #include <new>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -311,10 +313,9 @@ TEST_CASE("attention maps are distributions, with talking heads too: the softmax
     const int64_t T = m.dim(3), rows = m.numel() / T;
     const std::vector<float> w = m.to_vector();
     for (int64_t r = 0; r < rows; ++r) {
-      double sum = 0, least = 1;
-      for (int64_t j = 0; j < T; ++j) sum += w[static_cast<size_t>(r * T + j)], least = std::min<double>(least, w[static_cast<size_t>(r * T + j)]);
-      CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
-      CHECK(least >= 0);
+      const auto row = w.begin() + r * T;
+      CHECK(std::accumulate(row, row + T, 0.0) == doctest::Approx(1.0).epsilon(1e-5));
+      CHECK(*std::min_element(row, row + T) >= 0.f);
     }
   }
 }

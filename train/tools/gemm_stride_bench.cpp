@@ -1,10 +1,9 @@
 #include "train/tools/gemm_stride_bench.h"
 
-#include <algorithm>
 #include <chrono>
 #include <functional>
-#include <memory>
 
+#include "framework/tensor.h"
 #include "kernels/cpu/cpu_allocator.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "train/tools/bench.h"
@@ -16,17 +15,12 @@ std::vector<GemmStrideTiming> time_gemm_strides(int64_t rows, int64_t wide, int 
   OneDnnMatmul plain(scratch, false), by_default(scratch);
   const int64_t padded_ld = wide + 16;  // 64 bytes more: no longer a multiple of 4 KB
   const int64_t narrow_max = 1024;
-  // (K, wide) at leading dimension `wide` and at `padded_ld`; the narrow operand (K, narrow) contiguous; from the
-  // allocator tensors come from, so that the operands are aligned as a model's are
-  const auto block = [&](int64_t n) {
-    const size_t bytes = static_cast<size_t>(n) * sizeof(float);
-    return std::unique_ptr<float, std::function<void(float*)>>(static_cast<float*>(scratch.allocate(bytes)),
-                                                               [&, bytes](float* p) { scratch.deallocate(p, bytes); });
-  };
-  const auto w = block(rows * padded_ld), n = block(rows * narrow_max), c = block(wide * narrow_max);
-  for (int64_t i = 0; i < rows * padded_ld; ++i) w.get()[i] = static_cast<float>(i % 7) * 0.125f - 0.375f;
-  for (int64_t i = 0; i < rows * narrow_max; ++i) n.get()[i] = static_cast<float>(i % 5) * 0.25f - 0.5f;
-  std::fill_n(c.get(), wide * narrow_max, 0.f);
+  // (K, wide) at leading dimension `wide` and at `padded_ld`; the narrow operand (K, narrow) contiguous; tensors, so
+  // that the operands come from the allocator a model's do, aligned as theirs are
+  Tensor w = Tensor::empty({rows * padded_ld}), n = Tensor::empty({rows * narrow_max});
+  Tensor c = Tensor::zeros({wide * narrow_max});
+  for (int64_t i = 0; i < rows * padded_ld; ++i) w.data()[i] = static_cast<float>(i % 7) * 0.125f - 0.375f;
+  for (int64_t i = 0; i < rows * narrow_max; ++i) n.data()[i] = static_cast<float>(i % 5) * 0.25f - 0.5f;
 
   std::vector<GemmStrideTiming> out;
   for (const bool wide_is_a : {true, false})
@@ -34,9 +28,9 @@ std::vector<GemmStrideTiming> time_gemm_strides(int64_t rows, int64_t wide, int 
       // C (M, N) += op(A) op(B), both read along K (the token axis), as the weight gradients accumulate
       GemmArgs g;
       g.K = rows, g.transA = true, g.transB = false, g.beta = 1.f;
-      if (wide_is_a) g.M = wide, g.N = narrow, g.A = w.get(), g.lda = wide, g.B = n.get(), g.ldb = narrow;
-      else g.M = narrow, g.N = wide, g.A = n.get(), g.lda = narrow, g.B = w.get(), g.ldb = wide;
-      g.C = c.get(), g.ldc = g.N;
+      if (wide_is_a) g.M = wide, g.N = narrow, g.A = w.data(), g.lda = wide, g.B = n.data(), g.ldb = narrow;
+      else g.M = narrow, g.N = wide, g.A = n.data(), g.lda = narrow, g.B = w.data(), g.ldb = wide;
+      g.C = c.data(), g.ldc = g.N;
       GemmArgs laid_out = g;
       (wide_is_a ? laid_out.lda : laid_out.ldb) = padded_ld;
       const std::function<void()> calls[] = {[&] { plain.run(g); }, [&] { plain.run(laid_out); },
