@@ -124,7 +124,7 @@ def speed(out, names):
         return
     ms = {n: [json.load(open(p))["train_step_ms"] for p in f] for n, f in files.items()}
     binary = open(f"{out}/speed/binary.txt").read().strip() if os.path.exists(f"{out}/speed/binary.txt") else "?"
-    print(f"## Training step (batch 32 x 128, f32), rounds alternating ({binary}; h64: 64 heads of 4, not pretrained)\n")
+    print(f"## Training step (batch 32 x 128, f32), rounds alternating ({binary})\n")
     print("| layout | median step ms | ratio to h1 (median of rounds) |")
     print("|---|---:|---:|")
     for n, v in ms.items():
@@ -138,7 +138,7 @@ def main():
     pretraining(out, names)
     finetuning(out, seeds, qa_seeds, names)
     pruning(out)
-    speed(out, names + ["h64"])
+    speed(out, names)
 
 
 if __name__ == "__main__":
