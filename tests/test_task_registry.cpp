@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "tests/tiny_run.h"
@@ -93,6 +94,11 @@ TEST_CASE("the built-in tagging task trains end to end on CoNLL files: entity F1
   LoadedRun cut = load_run(d / "run", "best", false, {"data.max_seq_len=" + std::to_string(red + 2)});
   const auto short_out = cut.task->predict(*cut.model, {{{"text", "red dog near cat"}}}, Device::CPU, 8, 1);
   CHECK(short_out[0]["tags"] == nlohmann::json::array({"B-COLOR", "O", "O", "O"}));
+
+  // a tags.txt that is no regular file is refused by name, not read forever
+  std::filesystem::remove(d / "run/tags.txt");
+  std::filesystem::create_symlink("/dev/zero", d / "run/tags.txt");
+  CHECK_THROWS_WITH_AS(load_run(d / "run", "best", false), doctest::Contains("tags.txt is not a regular file"), Error);
 }
 
 TEST_CASE("the headroom binary reports a malformed CoNLL line with its file and line; data.on_error: fail stops") {

@@ -1,7 +1,11 @@
 #include "train/data/label_set.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <sstream>
 
+#include "framework/atomic_file.h"
+#include "framework/regular_file.h"
 #include "kernels/base/error.h"
 #include "train/data/classification_data.h"
 
@@ -47,6 +51,21 @@ const std::string& LabelSet::name(int32_t id) const {
   HR_CHECK(id >= 0 && id < size(),
            "label id " + std::to_string(id) + " out of range [0, " + std::to_string(size()) + ")");
   return labels_[id];
+}
+
+void write_label_file(const LabelSet& labels, const std::string& path) {
+  std::string text;
+  for (const std::string& l : labels.labels()) text += l + "\n";
+  write_file_atomically(path, [&](std::ostream& f) { f << text; });
+}
+
+std::optional<LabelSet> read_label_file(const std::string& path) {
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  const std::string name = std::filesystem::path(path).filename().string();
+  std::istringstream f(read_regular_file(path, 64 << 20, name));
+  std::vector<std::string> names;
+  for (std::string line; std::getline(f, line);) names.push_back(line);
+  return LabelSet::in_order(std::move(names), path);
 }
 
 }  // namespace hr

@@ -32,4 +32,9 @@ class LabelSet {
   std::map<std::string, int32_t, std::less<>> ids_;
 };
 
+// A run's label file (labels.txt, tags.txt): one label a line, the line number its id. Written atomically; read only
+// when it is a regular file of bounded size (hr::Error naming it otherwise), nullopt when there is none.
+void write_label_file(const LabelSet& labels, const std::string& path);
+std::optional<LabelSet> read_label_file(const std::string& path);
+
 }  // namespace hr

@@ -1,15 +1,10 @@
 #include "train/tasks/classification_task.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <numeric>
-#include <sstream>
 
-#include "framework/atomic_file.h"
 #include "framework/autograd.h"
-#include "framework/regular_file.h"
 #include "kernels/base/error.h"
 #include "framework/ops.h"
 #include "train/tasks/classification_breakdown.h"
@@ -176,20 +171,11 @@ std::vector<std::string> ClassificationTask::input_fields() const {
   return {"text"};
 }
 
-void ClassificationTask::save(const std::string& run_dir) const {
-  std::string text;
-  for (const auto& l : labels_.labels()) text += l + "\n";
-  write_file_atomically(run_dir + "/labels.txt", [&](std::ostream& f) { f << text; });
-}
+void ClassificationTask::save(const std::string& run_dir) const { write_label_file(labels_, run_dir + "/labels.txt"); }
 
 std::unique_ptr<Task> make_classification_task(const TaskContext& ctx) {
   std::optional<LabelSet> labels;
-  if (const std::string path = ctx.run_dir + "/labels.txt"; !ctx.run_dir.empty() && std::filesystem::exists(path)) {
-    std::istringstream f(read_regular_file(path, 64 << 20, "labels.txt"));
-    std::vector<std::string> names;
-    for (std::string line; std::getline(f, line);) names.push_back(line);
-    labels = LabelSet::in_order(names, path);
-  }
+  if (!ctx.run_dir.empty()) labels = read_label_file(ctx.run_dir + "/labels.txt");
   return std::make_unique<ClassificationTask>(ctx.data, std::move(labels), ctx.load_data);
 }
 

@@ -1,13 +1,10 @@
 #include "train/tasks/tagging_task.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <sstream>
 
-#include "framework/atomic_file.h"
 #include "framework/autograd.h"
 #include "framework/ops.h"
 #include "train/data/conll_data.h"
@@ -92,11 +89,7 @@ class TaggingTask : public Task {
       t = std::move(kept);
     }
   }
-  void save(const std::string& run_dir) const override {
-    std::string text;
-    for (const std::string& t : tags_.labels()) text += t + "\n";
-    write_file_atomically(run_dir + "/tags.txt", [&](std::ostream& f) { f << text; });
-  }
+  void save(const std::string& run_dir) const override { write_label_file(tags_, run_dir + "/tags.txt"); }
 
   int64_t num_train() const override { return splits_.count("train") ? split_rows("train") : 0; }
   int64_t train_length(int64_t r) const override {
@@ -268,13 +261,7 @@ class TaggingTask : public Task {
 
 std::unique_ptr<Task> make_tagging_task(const TaskContext& ctx) {
   std::optional<LabelSet> tags;
-  if (const std::string path = ctx.run_dir + "/tags.txt"; !ctx.run_dir.empty() && std::filesystem::exists(path)) {
-    std::ifstream f(path);
-    HR_CHECK(f.good(), "cannot read " + path);
-    std::vector<std::string> names;
-    for (std::string line; std::getline(f, line);) names.push_back(line);
-    tags = LabelSet::in_order(names, path);
-  }
+  if (!ctx.run_dir.empty()) tags = read_label_file(ctx.run_dir + "/tags.txt");
   return std::make_unique<TaggingTask>(ctx, std::move(tags));
 }
 
