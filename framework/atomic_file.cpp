@@ -109,4 +109,8 @@ void write_file_atomically(const std::string& path, const std::function<void(std
   });
 }
 
+void write_text_atomically(const std::string& path, const std::string& text) {
+  write_file_atomically(path, [&](std::ostream& f) { f << text; });
+}
+
 }  // namespace hr

@@ -14,6 +14,9 @@ namespace hr {
 // itself is rethrown unchanged).
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write);
 
+// The same with the whole content at hand.
+void write_text_atomically(const std::string& path, const std::string& text);
+
 // The same for writers that need the file descriptor, to seek or pwrite (a header whose checksum is known last):
 // `write` gets the temp file's descriptor, open for writing, and must not close it.
 void write_file_atomically_fd(const std::string& path, const std::function<void(int fd)>& write);

@@ -38,12 +38,6 @@ std::vector<float> draw_init(const Init& init, const Shape& shape) {
       HR_CHECK(shape.size() == 2 && shape[0] == shape[1], "Init::identity: " + shape_str(shape) + " is not square");
       for (int64_t i = 0; i < shape[0]; ++i) v[static_cast<size_t>(i * shape[0] + i)] = 1.f;
       break;
-    case Init::Uniform: {
-      const uint64_t o = gen.take(n);
-      for (int64_t i = 0; i < n; ++i)
-        v[static_cast<size_t>(i)] = init.a + (init.b - init.a) * math::uniform01(gen.seed, o + static_cast<uint64_t>(i));
-      break;
-    }
     case Init::Normal: {  // Box-Muller on two uniforms per element
       const uint64_t o = gen.take(2 * n);
       for (int64_t i = 0; i < n; ++i) {

@@ -15,13 +15,12 @@ namespace hr {
 // How a parameter is initialised, drawn on the host from the global counter-based stream (so the same seed gives the
 // same model on every device).
 struct Init {
-  enum Kind { Zeros, Ones, Constant, Normal, Uniform, Identity } kind = Zeros;
-  float a = 0.f, b = 0.f;  // Constant: value a; Normal: mean a, std b; Uniform: [a, b)
+  enum Kind { Zeros, Ones, Constant, Normal, Identity } kind = Zeros;
+  float a = 0.f, b = 0.f;  // Constant: value a; Normal: mean a, std b
   static Init zeros() { return {Zeros}; }
   static Init ones() { return {Ones}; }
   static Init constant(float v) { return {Constant, v}; }
   static Init normal(float stddev, float mean = 0.f) { return {Normal, mean, stddev}; }
-  static Init uniform(float lo, float hi) { return {Uniform, lo, hi}; }
   static Init identity() { return {Identity}; }  // a square matrix
 };
 std::vector<float> draw_init(const Init& init, const Shape& shape);

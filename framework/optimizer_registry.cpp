@@ -33,9 +33,7 @@ Registry<OptimizerFactory>& optimizers() {
 void register_optimizer(const std::string& name, OptimizerFactory factory) {
   optimizers().add(name, std::move(factory));
 }
-bool optimizer_registered(const std::string& name) { return optimizers().find(name) != nullptr; }
 std::vector<std::string> registered_optimizers() { return optimizers().names(); }
-std::string known_optimizers() { return optimizers().known(); }
 
 std::unique_ptr<Optimizer> build_optimizer(const std::string& name, OptimizerParams p, const OptimizerSettings& s) {
   const OptimizerFactory* f = optimizers().find(name);

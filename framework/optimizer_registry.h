@@ -32,9 +32,7 @@ struct OptimizerParams {
 using OptimizerFactory = std::function<std::unique_ptr<Optimizer>(OptimizerParams, const OptimizerSettings&)>;
 
 void register_optimizer(const std::string& name, OptimizerFactory factory);
-bool optimizer_registered(const std::string& name);
 std::vector<std::string> registered_optimizers();
-std::string known_optimizers();  // "adamw, lamb, sgd", for error messages
 // The optimizer registered as `name` over `params` (an hr::Error naming the registered ones when there is none).
 std::unique_ptr<Optimizer> build_optimizer(const std::string& name, OptimizerParams params, const OptimizerSettings& s);
 

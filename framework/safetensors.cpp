@@ -202,12 +202,6 @@ size_t safetensors_dtype_size(const std::string& dtype) {
   return info->size;
 }
 
-int64_t safetensors_numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 SafeTensorsFile read_safetensors(const std::string& path) {
   auto fail = [&](const std::string& what) { return Error(path + ": " + what); };
   std::error_code ec;

@@ -50,9 +50,6 @@ void write_safetensors(const std::string& path, const SafeTensorsFile& f);
 // Bytes per element of a dtype name; throws hr::Error for a name the format does not define (or we do not support).
 size_t safetensors_dtype_size(const std::string& dtype);
 
-// Number of elements of a shape (1 for a scalar shape {}).
-int64_t safetensors_numel(const std::vector<int64_t>& shape);
-
 // A tensor's values as float, converted from F32, F64, I64, I32, BF16 or F16; throws hr::Error on other dtypes.
 std::vector<float> to_f32(const SafeTensor& t);
 // A tensor's values as int64, from I64, I32, I16, I8, U8 or BOOL; throws hr::Error on other dtypes.

@@ -17,7 +17,6 @@ Registry<LayerFactory>& layers() {
 
 void register_layer(const std::string& type, LayerFactory factory) { layers().add(type, std::move(factory)); }
 bool layer_registered(const std::string& type) { return layers().find(type) != nullptr; }
-std::vector<std::string> registered_layers() { return layers().names(); }
 
 std::unique_ptr<Layer> build_layer(const std::string& type, const Config& block, const LayerDefaults& defaults) {
   const LayerFactory* f = layers().find(type);

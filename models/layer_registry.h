@@ -26,7 +26,6 @@ using LayerFactory = std::function<std::unique_ptr<Layer>(const Config& block, c
 
 void register_layer(const std::string& type, LayerFactory factory);
 bool layer_registered(const std::string& type);
-std::vector<std::string> registered_layers();
 // Builds a layer of `type` from its block; an unknown type is a ConfigError naming the block and the known types.
 std::unique_ptr<Layer> build_layer(const std::string& type, const Config& block, const LayerDefaults& defaults);
 

@@ -22,7 +22,6 @@ Registry<HeadFactory>& heads() {
 
 void register_head(const std::string& model_type, HeadFactory factory) { heads().add(model_type, std::move(factory)); }
 bool head_registered(const std::string& model_type) { return heads().find(model_type) != nullptr; }
-std::vector<std::string> registered_heads() { return heads().names(); }
 
 std::unique_ptr<TaskHead> build_head(const Config& m, const std::string& model_type, const HeadSettings& s) {
   const HeadFactory* f = heads().find(model_type);

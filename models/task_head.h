@@ -40,7 +40,6 @@ using HeadFactory = std::function<std::unique_ptr<TaskHead>(const Config& model_
 
 void register_head(const std::string& model_type, HeadFactory factory);
 bool head_registered(const std::string& model_type);
-std::vector<std::string> registered_heads();
 // The head for model.type; an unknown type is a ConfigError naming the key and the known types.
 std::unique_ptr<TaskHead> build_head(const Config& model_block, const std::string& model_type,
                                      const HeadSettings& settings);

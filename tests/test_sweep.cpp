@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "train/tools/plot.h"
-#include "train/tools/sweep.h"
 #include "tests/tiny_run.h"
 
 using namespace hr;

@@ -18,7 +18,6 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/base/error.h"
 #include "tests/temp_dir.h"
 
 namespace hr::testing {

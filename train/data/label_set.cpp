@@ -56,7 +56,7 @@ const std::string& LabelSet::name(int32_t id) const {
 void write_label_file(const LabelSet& labels, const std::string& path) {
   std::string text;
   for (const std::string& l : labels.labels()) text += l + "\n";
-  write_file_atomically(path, [&](std::ostream& f) { f << text; });
+  write_text_atomically(path, text);
 }
 
 std::optional<LabelSet> read_label_file(const std::string& path) {

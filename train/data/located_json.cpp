@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "framework/bounded_json.h"
-#include "kernels/base/error.h"
 
 namespace hr {
 

@@ -13,8 +13,6 @@ int32_t decode_utf8_codepoint(std::string_view s, size_t& pos) {
   return step.ok ? static_cast<int32_t>(step.cp) : -1;
 }
 
-void append_utf8(std::string& out, int32_t codepoint) { utf8::append(out, static_cast<char32_t>(codepoint)); }
-
 bool is_valid_utf8(std::string_view s) { return utf8::is_valid(s); }
 
 std::vector<size_t> utf8_codepoint_offsets(std::string_view s) {

@@ -15,8 +15,6 @@ namespace hr {
 // overlong form, surrogate, or a value above U+10FFFF.
 int32_t decode_utf8_codepoint(std::string_view s, size_t& pos);
 
-void append_utf8(std::string& out, int32_t codepoint);
-
 bool is_valid_utf8(std::string_view s);
 
 // Byte offset of every code point, plus s.size() at the end: entry k is where code point k starts. Requires valid

@@ -28,11 +28,9 @@ const std::string& meta(const SafeTensorsFile& f, const std::string& path, const
   return it->second;
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
-
 // The encoder's parameters, as EncoderModel registers them; everything else in a model is its task head's.
 bool encoder_tensor(const std::string& name) {
-  return starts_with(name, "embeddings.") || starts_with(name, "layers.") || starts_with(name, "final_ln.");
+  return name.starts_with("embeddings.") || name.starts_with("layers.") || name.starts_with("final_ln.");
 }
 
 void write_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer, const TrainState& s,

@@ -42,7 +42,6 @@ GradientReducer::~GradientReducer() {
 }
 
 LossReduction GradientReducer::reduce_loss(double share, bool finite) {
-  const auto t = std::chrono::steady_clock::now();
   double sum[2] = {finite ? share : 0.0, finite ? 0.0 : 1.0};  // share of the loss, replicas with a non-finite one
   comm_.all_reduce_host(sum, 2, ReduceOp::Sum);
   // a replica without rows in this micro-batch drew no dropout masks: every replica continues from the furthest
@@ -52,7 +51,6 @@ LossReduction GradientReducer::reduce_loss(double share, bool finite) {
   double offset = static_cast<double>(gen.offset);
   comm_.all_reduce_host(&offset, 1, ReduceOp::Max);
   gen.offset = static_cast<uint64_t>(offset);
-  stats_.loss_reduce_s += seconds_since(t);
   return LossReduction{sum[1] == 0 ? sum[0] : std::nan(""), sum[1] == 0};
 }
 

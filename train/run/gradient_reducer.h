@@ -23,7 +23,6 @@ namespace hr {
 
 struct ReducerStats {
   double wait_s = 0;           // time spent waiting for gradient all-reduces after backward (not hidden by it)
-  double loss_reduce_s = 0;    // time in the per-micro-batch loss and flag all-reduces
   int64_t gradient_bytes = 0;  // bytes of one step's gradient (each rank sends 2(N-1)/N of it in a ring all-reduce)
   int buckets = 0;
 };

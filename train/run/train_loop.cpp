@@ -149,7 +149,7 @@ int64_t drop_metrics_after(const std::string& path, int64_t step) {
     if (j.is_object() && j.contains("tokens") && j["tokens"].is_number_integer()) tokens = j["tokens"].get<int64_t>();
     kept += line + "\n";
   }
-  write_file_atomically(path, [&](std::ostream& f) { f << kept; });
+  write_text_atomically(path, kept);
   return tokens;
 }
 
@@ -319,7 +319,7 @@ void TrainLoop::write_run_dir() {
   if (!lead_) return;
   // the resolved config, --set overrides of a resume included, so that the next resume keeps them; writing it also
   // finds a read-only run directory before any step is spent
-  write_file_atomically(dir_ + "/config.yaml", [&](std::ostream& f) { f << stored_config_text(rc_.root); });
+  write_text_atomically(dir_ + "/config.yaml", stored_config_text(rc_.root));
   if (!resume_) {
     tok_->vocab().save(dir_ + "/vocab.txt");
     task_->save(dir_);

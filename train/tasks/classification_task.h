@@ -21,7 +21,6 @@ class ClassificationTask : public Task {
   // with file and line) and counted; with data.on_error = fail the first one throws.
   ClassificationTask(const DataOptions& data, std::optional<LabelSet> labels, bool load_data = true);
   const LabelSet& labels() const { return labels_; }
-  int64_t data_issues() const { return issues_; }
 
   ModelDims dims() const override;
   std::vector<std::string> training_texts() const override;
@@ -65,7 +64,6 @@ class ClassificationTask : public Task {
   std::map<std::string, Split> eval_splits_;  // "eval", "test"
   const Tokenizer* tok_ = nullptr;
   int64_t max_len_ = 0;
-  int64_t issues_ = 0;
 };
 
 // The registry's factory: labels from the run directory's labels.txt when there is one.

@@ -67,10 +67,6 @@ std::string heads_text(const std::vector<int64_t>& heads) {
   return s;
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  write_file_atomically(path, [&](std::ostream& f) { f << text; });
-}
-
 // OUT/allocate.json: what the directory was made from. Another config or search setting there is a usage error
 // (its runs would be mixed with this one's); seeds and baselines may change (more runs, the same search).
 void check_or_write_settings(const std::string& dir, const nlohmann::json& settings) {
@@ -83,7 +79,7 @@ void check_or_write_settings(const std::string& dir, const nlohmann::json& setti
                          "); choose another --out");
     return;
   }
-  write_text(path, settings.dump(2) + "\n");
+  write_text_atomically(path, settings.dump(2) + "\n");
 }
 
 nlohmann::json to_json(const AllocateResult& r) {
@@ -130,7 +126,7 @@ AllocateResult train_and_measure(const std::string& dir, const CompareModel& m, 
     r.heads.push_back(s.heads);
     r.flops_per_token += s.attention_flops + s.ffn_flops;
   }
-  write_text(result_path, to_json(r).dump(2) + "\n");
+  write_text_atomically(result_path, to_json(r).dump(2) + "\n");
   return r;
 }
 
@@ -315,7 +311,7 @@ std::string write_allocated_config(const RunConfig& base, const Config& model, c
   YAML::Emitter emit;
   emit << root;
   const std::string allocated_yaml = std::string(emit.c_str()) + "\n";
-  write_text(dir + "/allocated.yaml", allocated_yaml);
+  write_text_atomically(dir + "/allocated.yaml", allocated_yaml);
   return allocated_yaml;
 }
 
@@ -357,7 +353,7 @@ void report_allocation(const AllocateArgs& args, const std::string& dir, const C
               "%s/allocated.yaml\n",
               static_cast<long long>(up), static_cast<long long>(ap), 100.0 * static_cast<double>(ap - up) / up,
               dir.c_str());
-  write_text(dir + "/allocation.json", nlohmann::json{{"layers", layer_rows},
+  write_text_atomically(dir + "/allocation.json", nlohmann::json{{"layers", layer_rows},
                                                       {"match", args.match},
                                                       {"layer_parameters_uniform", up},
                                                       {"layer_parameters_allocated", ap},
@@ -387,7 +383,7 @@ void compare_models(const AllocateArgs& args, const std::string& dir, const std:
     for (AllocateResult& r : results) {
       const std::string run = run_dir(dir, r.name, r.seed);
       retime_run("allocate", run, r);
-      write_text(run + "/result.json", to_json(r).dump(2) + "\n");
+      write_text_atomically(run + "/result.json", to_json(r).dump(2) + "\n");
     }
   }
   std::vector<std::string> runs;

@@ -55,13 +55,11 @@ const std::vector<std::pair<std::string, std::string>>& top_names() {
   return t;
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
-
 // The task whose head a headroom parameter belongs to ("" for the encoder's).
 std::string head_task(const std::string& ours) {
-  if (starts_with(ours, "classifier.")) return "classification";
-  if (starts_with(ours, "span.")) return "span_qa";
-  if (starts_with(ours, "mlm.")) return "mlm";
+  if (ours.starts_with("classifier.")) return "classification";
+  if (ours.starts_with("span.")) return "span_qa";
+  if (ours.starts_with("mlm.")) return "mlm";
   return "";
 }
 
@@ -82,7 +80,7 @@ const std::vector<std::pair<std::string, std::string>>& layer_modules() {
 
 // "<prefix><digits>.<rest>" -> (digits, rest)
 bool split_index(const std::string& s, const std::string& prefix, std::string& index, std::string& rest) {
-  if (!starts_with(s, prefix)) return false;
+  if (!s.starts_with(prefix)) return false;
   const size_t dot = s.find('.', prefix.size());
   if (dot == std::string::npos || dot == prefix.size()) return false;
   index = s.substr(prefix.size(), dot - prefix.size());
@@ -376,21 +374,21 @@ std::pair<std::string, std::string> sentence_transformers_pooling(const fs::path
 }  // namespace
 
 HfBertName map_hf_bert_name(const std::string& hf_name, const std::string& task) {
-  std::string n = starts_with(hf_name, "bert.") ? hf_name.substr(5) : hf_name;
+  std::string n = hf_name.starts_with("bert.") ? hf_name.substr(5) : hf_name;
   for (const auto& [legacy, now] : {std::pair{".gamma", ".weight"}, {".beta", ".bias"}}) {
     const std::string l = std::string("LayerNorm") + legacy;
     if (n.size() >= l.size() && n.compare(n.size() - l.size(), l.size(), l) == 0)
       n = n.substr(0, n.size() - std::string(legacy).size()) + now;
   }
   if (n == "embeddings.position_ids") return {HfBertName::buffer, ""};
-  if (starts_with(n, "cls.")) {  // the pretraining heads: BertForMaskedLM's cls.predictions is the mlm head
+  if (n.starts_with("cls.")) {  // the pretraining heads: BertForMaskedLM's cls.predictions is the mlm head
     if (task != "mlm") return {HfBertName::unused, ""};
     // the decoder is tied: its weight is the word embeddings, its bias cls.predictions.bias
     if (n == "cls.predictions.decoder.weight") return {HfBertName::tied, "embeddings.token"};
     if (n == "cls.predictions.decoder.bias") return {HfBertName::tied, "mlm.bias"};
-    if (starts_with(n, "cls.seq_relationship.")) return {HfBertName::unused, ""};  // BertForPreTraining's NSP head
+    if (n.starts_with("cls.seq_relationship.")) return {HfBertName::unused, ""};  // BertForPreTraining's NSP head
   }
-  if (starts_with(n, "pooler.") && task != "classification") return {HfBertName::unused, ""};
+  if (n.starts_with("pooler.") && task != "classification") return {HfBertName::unused, ""};
   for (const auto& [hf, ours] : top_names()) {
     if (n != hf) continue;
     const std::string owner = head_task(ours);
@@ -406,7 +404,7 @@ HfBertName map_hf_bert_name(const std::string& hf_name, const std::string& task)
 std::string hf_bert_name(const std::string& headroom_name) {
   for (const auto& [hf, ours] : top_names())
     if (headroom_name == ours)
-      return starts_with(hf, "classifier.") || starts_with(hf, "qa_outputs.") || starts_with(hf, "cls.") ? hf
+      return hf.starts_with("classifier.") || hf.starts_with("qa_outputs.") || hf.starts_with("cls.") ? hf
                                                                                                   : "bert." + hf;
   std::string index, rest, module, suffix;
   if (split_index(headroom_name, "layers.", index, rest) && split_suffix(rest, module, suffix))
@@ -494,7 +492,7 @@ TensorSources tensor_sources(const SafeTensorsFile& f, const std::string& task, 
   TensorSources s;
   for (const auto& [name, t] : f.tensors) {
     HfBertName m = map_hf_bert_name(name, task);
-    if (m.kind == HfBertName::parameter && starts_with(m.name, "classifier.pooler.") && pooling != "cls_pooler")
+    if (m.kind == HfBertName::parameter && m.name.starts_with("classifier.pooler.") && pooling != "cls_pooler")
       m = {HfBertName::unused, ""};  // BERT's pooler, and the classifier pools otherwise
     if (m.kind == HfBertName::tied) s.tied.emplace_back(name, m.name);
     if (m.kind == HfBertName::unused)
@@ -551,7 +549,7 @@ std::set<std::string> copy_parameters(EncoderModel& model, TensorSources& s, con
   for (auto& [name, param] : model.named_parameters()) {
     auto it = s.source.find(name);
     if (it == s.source.end()) {
-      HR_CHECK(starts_with(name, head + "."), files.weights + ": tensor '" + hf_bert_name(name) + "' is missing");
+      HR_CHECK(name.starts_with(head + "."), files.weights + ": tensor '" + hf_bert_name(name) + "' is missing");
       initialised.push_back(hf_bert_name(name));
       if (labels_from_data) left_out.insert(name);
       continue;

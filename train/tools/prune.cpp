@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/atomic_file.h"
-#include "kernels/base/error.h"
 #include "train/run/checkpoint.h"
 #include "train/run/new_out_dir.h"
 #include "train/run/trainer.h"
@@ -16,14 +15,6 @@
 namespace fs = std::filesystem;
 
 namespace hr {
-
-namespace {
-
-void write_text(const std::string& path, const std::string& text) {
-  write_file_atomically(path, [&](std::ostream& f) { f << text; });
-}
-
-}  // namespace
 
 int prune_command(const PruneArgs& args) {
   const std::string out_dir = args.out_dir.empty() ? args.run_dir + "-pruned" : args.out_dir;
@@ -44,7 +35,7 @@ int prune_command(const PruneArgs& args) {
   YAML::Emitter emit;
   emit << root;
   fs::create_directories(out_dir);
-  write_text(out_dir + "/config.yaml", std::string(emit.c_str()) + "\n");
+  write_text_atomically(out_dir + "/config.yaml", std::string(emit.c_str()) + "\n");
   fs::copy_file(args.run_dir + "/vocab.txt", out_dir + "/vocab.txt", fs::copy_options::overwrite_existing);
   run.task->save(out_dir);  // the task's own files (labels.txt, a custom task's), not a list of names
   save_checkpoint(out_dir + "/checkpoint-best.safetensors", *pruned.model, nullptr, TrainState{});
@@ -68,7 +59,7 @@ int prune_command(const PruneArgs& args) {
                             {"notes", plan.notes}};
   if (args.options.keep >= 0) summary["keep"] = args.options.keep;
   else summary["threshold"] = args.options.threshold;
-  write_text(out_dir + "/prune.json", summary.dump(2) + "\n");
+  write_text_atomically(out_dir + "/prune.json", summary.dump(2) + "\n");
 
   std::cout << "pruned " << args.run_dir << " (" << args.which << "): heads " << before << " -> " << after
             << ", parameters " << run.model->num_parameters() << " -> " << pruned.model->num_parameters() << "\n";

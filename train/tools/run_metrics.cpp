@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
+#include "framework/regular_file.h"
 #include "kernels/base/error.h"
 #include "train/data/json_line.h"
 
@@ -31,9 +31,7 @@ std::map<std::string, double> metric_map(const nlohmann::json& j, const std::str
 }  // namespace
 
 RunMetrics read_run_metrics(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw UsageError("cannot read " + path);
-  const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  const std::string text = read_file_bytes(path);
   RunMetrics m;
   m.path = path;
   size_t at = 0;

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -15,6 +14,7 @@
 
 #include "framework/atomic_file.h"
 #include "framework/config.h"
+#include "framework/regular_file.h"
 #include "kernels/base/error.h"
 #include "models/head_pruning.h"
 #include "train/run/trainer.h"
@@ -76,12 +76,6 @@ double median(std::vector<double> v) {
   if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw UsageError("cannot read " + path);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
 // ---- one run as the report sees it
@@ -147,7 +141,7 @@ RunView load_view(const std::string& dir, const ReportArgs& a, size_t index) {
       throw UsageError(dir + " is not a run directory: it has no " + f + " (headroom train writes both)");
   v.metrics = read_run_metrics(dir + "/metrics.jsonl");
   if (!v.metrics.note.empty() && !a.quiet) std::cerr << "note: " << v.metrics.note << "\n";
-  v.config_text = read_text(dir + "/config.yaml");
+  v.config_text = read_file_bytes(dir + "/config.yaml");
   // Config::parse checks the text (YAML syntax, one document, nesting, aliases: ConfigError) before the report walks
   // the tree; YAML::Load then reads what it accepted
   Config::parse(v.config_text, dir + "/config.yaml");
@@ -1032,7 +1026,7 @@ std::string report_link(const std::string& dir, const std::string& run, const st
 int report_command(const ReportArgs& args) {
   const std::string out = report_path(args);
   const std::string page = render_report(args);
-  write_file_atomically(out, [&](std::ostream& f) { f << page; });
+  write_text_atomically(out, page);
   if (!args.quiet)
     std::cout << "wrote " << out << " (" << (page.size() + 512) / 1024 << " KiB; open it in a browser)\n";
   return 0;
