@@ -101,25 +101,8 @@ void SGD::step(float lr) {
   }
 }
 
-float grad_norm(const std::vector<Tensor>& params) {
-  double total = 0;
-  for (const Tensor& p : params) {
-    Tensor g = p.grad();
-    if (g.defined()) total += backend(g.device()).sum_squares(g.data(), g.numel());
-  }
-  return static_cast<float>(std::sqrt(total));
-}
-
 float clip_factor(float norm, float max_norm) {
   return std::isfinite(norm) && norm > max_norm ? max_norm / (norm + 1e-6f) : 1.f;
-}
-
-float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
-  const float norm = grad_norm(params);
-  if (const float c = clip_factor(norm, max_norm); c != 1.f)
-    for (const Tensor& p : params)
-      if (Tensor g = p.grad(); g.defined()) scale_(g, c);  // each parameter owns its buffer: in place is safe
-  return norm;
 }
 
 float LrSchedule::at(int64_t step) const {

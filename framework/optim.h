@@ -87,10 +87,6 @@ class SGD : public Optimizer {
   std::vector<float> lr_scale_;
 };
 
-// Scales all gradients in place so their global L2 norm is at most max_norm; returns the norm before clipping.
-float clip_grad_norm(const std::vector<Tensor>& params, float max_norm);
-// The global L2 norm of all gradients (NaN/inf if any gradient is).
-float grad_norm(const std::vector<Tensor>& params);
 // The factor clipping multiplies the gradients by: min(1, max_norm / (norm + 1e-6)) for a finite norm.
 float clip_factor(float norm, float max_norm);
 
