@@ -1,6 +1,5 @@
 #include "train/tools/attention_bench.h"
 
-#include <chrono>
 #include <cmath>
 #include <functional>
 
@@ -13,19 +12,6 @@
 namespace hr {
 
 namespace {
-
-double median_ms(Backend& be, int runs, const std::function<void()>& call) {
-  for (int i = 0; i < 2; ++i) call();
-  be.synchronize();
-  std::vector<double> ms;
-  for (int i = 0; i < runs; ++i) {
-    const auto t = std::chrono::steady_clock::now();
-    call();
-    be.synchronize();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count());
-  }
-  return median(ms);
-}
 
 // uniform in [-1, 1)
 Tensor centred_uniform(const Shape& s, Device d) { return add_scalar(scale(rand_uniform(s, d), 2.f), -1.f); }
@@ -59,12 +45,12 @@ std::vector<AttentionTiming> time_attention(Device d, int64_t B, int64_t T, int6
       AttentionTiming t;
       t.path = fused ? "fused" : "unfused";
       t.precision = precision_name(precision);
-      t.forward_ms = median_ms(be, runs, [&] {
+      t.forward_ms = median_call_ms(be, runs, [&] {
         const NoGradGuard no_tape;
         const AutocastScope scope(precision, {});
         attend();
       });
-      t.forward_backward_ms = median_ms(be, runs, [&] {
+      t.forward_backward_ms = median_call_ms(be, runs, [&] {
         const AutocastScope scope(precision, {});
         backward(attend(), gout);
       });

@@ -127,6 +127,19 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+double median_call_ms(Backend& be, int runs, const std::function<void()>& call) {
+  for (int i = 0; i < 2; ++i) call();
+  be.synchronize();
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    const auto t = std::chrono::steady_clock::now();
+    call();
+    be.synchronize();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count());
+  }
+  return median(ms);
+}
+
 std::vector<int64_t> bench_mlm_positions(int64_t n) {
   std::vector<int64_t> p;
   for (int64_t i = 3; i < n; i += 7) p.push_back(i);

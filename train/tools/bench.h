@@ -2,6 +2,7 @@
 // config's shape, counts the model FLOPs, and measures the gemm rate (f32 and bf16) of oneDNN or cuBLAS in the same run.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,8 @@ TrainingTiming time_training_steps(EncoderModel& model, int64_t B, int64_t T, in
 // The positions an MLM bench step decodes: one in 7 of n, as pretraining chooses 15% of the tokens.
 std::vector<int64_t> bench_mlm_positions(int64_t n);
 double median(std::vector<double> v);
+// `call` twice to warm up, then the median wall time (ms) of `runs` calls, each followed by a synchronize of `be`.
+double median_call_ms(Backend& be, int runs, const std::function<void()>& call);
 // p50 and p95 (ms) of the same, for latency tables.
 std::pair<double, double> forward_latency_percentiles_ms(EncoderModel& model, int64_t B, int64_t T, int64_t vocab,
                                                          int runs);

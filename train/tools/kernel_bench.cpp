@@ -1,7 +1,6 @@
 #include "train/tools/kernel_bench.h"
 
 #include <algorithm>
-#include <chrono>
 #include <functional>
 
 #include "framework/tensor.h"
@@ -10,19 +9,6 @@
 namespace hr {
 
 namespace {
-
-double median_us(Backend& be, int runs, const std::function<void()>& call) {
-  for (int i = 0; i < 2; ++i) call();
-  be.synchronize();
-  std::vector<double> us;
-  for (int i = 0; i < runs; ++i) {
-    const auto t = std::chrono::steady_clock::now();
-    call();
-    be.synchronize();
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count());
-  }
-  return median(us);
-}
 
 Broadcast same_shape(int64_t rows, int64_t cols) {
   Broadcast p;
@@ -49,7 +35,8 @@ std::vector<KernelTiming> time_kernels(Device d, int64_t rows, int64_t d_model, 
 
   std::vector<KernelTiming> out;
   const auto time = [&](std::string name, int64_t n, double bytes_per_element, const std::function<void()>& call) {
-    out.push_back({std::move(name), n, bytes_per_element * static_cast<double>(n), median_us(be, runs, call)});
+    const double us = 1000 * median_call_ms(be, runs, call);
+    out.push_back({std::move(name), n, bytes_per_element * static_cast<double>(n), us});
   };
   time("to_bf16 (B*T, ffn)", wide, 6, [&] { be.to_bf16(x.data(), half.bf16(), wide); });
   time("dropout (B*T, ffn)", wide, 8, [&] { be.dropout(x.data(), z.data(), wide, 0.1f, 1, 0); });
