@@ -24,8 +24,10 @@
 #include "kernels/math/random.h"
 #include "kernels/math/rows.h"
 #include "tests/gemm_case.h"
+#include "tests/random_values.h"
 
 using namespace hr;
+using hr::testing::random_vec;
 using hr::testing::GemmCase;
 using hr::testing::gemm_layout;
 using hr::testing::GemmLayout;
@@ -33,14 +35,6 @@ using hr::testing::GemmLayout;
 namespace {
 
 using Vec = std::vector<float>;
-
-Vec random_vec(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  Vec v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // |got - want| <= tol * (1 + |want|) everywhere; reports the first offender
 void check_close(const Vec& got, const std::vector<double>& want, double tol, const char* what) {

@@ -17,9 +17,11 @@
 #include "kernels/math/bf16.h"
 // the stand-ins for CUDA's built-ins, then the kernels
 #include "tests/cuda_emulation.h"
+#include "tests/random_values.h"
 #include "kernels/cuda/attention_kernels.cuh"
 
 using namespace hr;
+using hr::testing::random_vec;
 
 namespace {
 
@@ -33,14 +35,6 @@ struct Case {
   bool bf16 = false, out_bf16 = false;
   uint64_t offset = 0;
 };
-
-Vec random_vec(size_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  Vec v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 Bits bf16_bits(const Vec& v) {
   Bits b(v.size());

@@ -24,11 +24,13 @@
 #include "kernels/cuda/strided_index.h"
 #include "kernels/math/bf16.h"
 #include "tests/gemm_case.h"
+#include "tests/random_values.h"
 #ifdef HR_WITH_CUDA
 #include "kernels/cuda/caching_allocator.h"
 #endif
 
 using namespace hr;
+using hr::testing::random_vec;
 using hr::testing::GemmCase;
 using hr::testing::gemm_layout;
 using hr::testing::GemmLayout;
@@ -39,14 +41,6 @@ constexpr double kRtol = 1e-4;
 
 using Vec = std::vector<float>;
 using Ids = std::vector<int32_t>;
-
-Vec random_vec(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  Vec v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // A buffer on one backend, filled from a host vector.
 template <typename T>

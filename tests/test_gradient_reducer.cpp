@@ -10,9 +10,11 @@
 #include "framework/optim.h"
 #include "framework/random.h"
 #include "models/encoder_model.h"
+#include "tests/tiny_step.h"
 #include "train/run/gradient_reducer.h"
 
 using namespace hr;
+using namespace hr::testing;
 
 namespace {
 
@@ -43,33 +45,6 @@ class MirrorCommunicator : public Communicator {
   std::vector<std::pair<float*, int64_t>> started, pending;
   int started_during_backward = 0;
 };
-
-class RecordingOptimizer : public Optimizer {
- public:
-  explicit RecordingOptimizer(NamedTensors params) : Optimizer(std::move(params), {}) {}
-  const char* name() const override { return "recording"; }
-  void step(float) override {
-    ++steps_;
-    seen.clear();
-    for (const auto& [n, p] : params_) seen.push_back(p.grad().to_vector());
-  }
-  std::vector<std::vector<float>> seen;
-};
-
-std::unique_ptr<EncoderModel> tiny_model() {
-  manual_seed(3);
-  return build_model(Config::parse(R"(
-type: encoder_classifier
-d_model: 8
-ffn_dim: 16
-max_len: 8
-dropout: 0.0
-pooling: mean
-layers:
-  - repeat: 2
-    attention: {heads: 2, head_dim: 4}
-)", "<test>"), ModelDims{20, 3, 0});
-}
 
 Tensor batch_loss(EncoderModel& m) {
   const std::vector<std::vector<int32_t>> rows = {{1, 5, 7}, {2, 9, 4, 11}, {3, 3}, {8, 1, 6, 2}};

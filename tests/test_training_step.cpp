@@ -12,25 +12,15 @@
 #include "framework/optim.h"
 #include "framework/random.h"
 #include "models/encoder_model.h"
+#include "tests/tiny_step.h"
 #include "train/run/training_step.h"
 
 using namespace hr;
+using namespace hr::testing;
 
 namespace {
 
 // An optimizer that changes nothing and keeps a copy of every gradient it was given.
-class RecordingOptimizer : public Optimizer {
- public:
-  explicit RecordingOptimizer(NamedTensors params) : Optimizer(std::move(params), {}) {}
-  const char* name() const override { return "recording"; }
-  void step(float) override {
-    ++steps_;
-    seen.clear();
-    for (const auto& [n, p] : params_) seen.push_back(p.grad().to_vector());
-  }
-  std::vector<std::vector<float>> seen;
-};
-
 class TwoParams : public Module {
  public:
   TwoParams()
@@ -45,21 +35,6 @@ double norm_of(const std::vector<std::vector<float>>& grads) {
   for (const auto& g : grads)
     for (float v : g) s += double(v) * v;
   return std::sqrt(s);
-}
-
-std::unique_ptr<EncoderModel> tiny_model() {
-  manual_seed(3);
-  return build_model(Config::parse(R"(
-type: encoder_classifier
-d_model: 8
-ffn_dim: 16
-max_len: 8
-dropout: 0.0
-pooling: mean
-layers:
-  - repeat: 2
-    attention: {heads: 2, head_dim: 4}
-)", "<test>"), ModelDims{20, 3, 0});
 }
 
 // Rows of random ids and labels, 4 rows per micro-batch.
