@@ -36,7 +36,6 @@ void Tape::clear() {
   ++generation_;
 }
 
-
 NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
 

@@ -34,7 +34,6 @@ class Tape {
   int64_t generation_ = 0;
 };
 
-
 // Disables recording for its scope (evaluation, optimizer updates). Thread-local, nests.
 class NoGradGuard {
  public:

@@ -1,6 +1,7 @@
 // The layer registry: YAML `type:` -> factory. A factory reads its own YAML block (a layer group from model.layers)
 // and builds one layer. Adding a layer type is one new file with its class and factory, plus one line in
-// the built-in table `layers()` (or a register_layer call from your own code). See docs/extending.md, "Adding a layer type".
+// the built-in table `layers()` (or a register_layer call from your own code). See docs/extending.md, "Adding a layer
+// type".
 #pragma once
 
 #include <functional>

@@ -60,7 +60,7 @@ void write_label_file(const LabelSet& labels, const std::string& path) {
 }
 
 std::optional<LabelSet> read_label_file(const std::string& path) {
-  if (!std::filesystem::exists(path)) return std::nullopt;
+  if (!regular_file_or_absent(path)) return std::nullopt;
   const std::string name = std::filesystem::path(path).filename().string();
   std::istringstream f(read_regular_file(path, 64 << 20, name));
   std::vector<std::string> names;

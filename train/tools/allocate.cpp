@@ -354,11 +354,11 @@ void report_allocation(const AllocateArgs& args, const std::string& dir, const C
               static_cast<long long>(up), static_cast<long long>(ap), 100.0 * static_cast<double>(ap - up) / up,
               dir.c_str());
   write_text_atomically(dir + "/allocation.json", nlohmann::json{{"layers", layer_rows},
-                                                      {"match", args.match},
-                                                      {"layer_parameters_uniform", up},
-                                                      {"layer_parameters_allocated", ap},
-                                                      {"notes", a.notes}}
-                                               .dump(2) + "\n");
+                                                                 {"match", args.match},
+                                                                 {"layer_parameters_uniform", up},
+                                                                 {"layer_parameters_allocated", ap},
+                                                                 {"notes", a.notes}}
+                                                  .dump(2) + "\n");
   std::fflush(stdout);
 }
 
