@@ -16,5 +16,6 @@ inline std::string repo_path(const std::string& relative) {
 }
 inline std::string data_file(const std::string& relative) { return repo_path("data/" + relative); }
 inline std::string fixture(const std::string& name) { return repo_path("tests/fixtures/torch_reference/" + name); }
+inline std::string hf_fixture(const std::string& name) { return repo_path("tests/fixtures/hf_bert/" + name); }
 
 }  // namespace hr::testing

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "tests/repo_files.h"
+#include "framework/regular_file.h"
 #include "kernels/base/error.h"
 #include "train/data/classification_data.h"
 #include "train/data/cmrc_metric.h"
@@ -762,8 +763,7 @@ TEST_CASE("squad metric: predictions file") {
   const std::string path = (tmp.dir / "predictions.json").string();
   const std::map<std::string, std::string> predictions = {{"q1", "Zürich"}, {"q2", "北京 \"quoted\""}, {"q3", ""}};
   write_predictions_json(path, predictions);
-  std::ifstream in(path, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = read_file_bytes(path);
   CHECK(contains(text, "Zürich"));  // UTF-8, not \u-escaped
   CHECK(nlohmann::json::parse(text).get<std::map<std::string, std::string>>() == predictions);
   CHECK(contains(error_of([&] {

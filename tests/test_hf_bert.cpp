@@ -28,8 +28,6 @@ using namespace hr::testing;
 
 namespace {
 
-std::string hf_fixture(const std::string& name) { return repo_path("tests/fixtures/hf_bert/" + name); }
-
 // The reference rows without their padding, and their token types.
 struct ReferenceInput {
   std::vector<std::vector<int32_t>> ids, segments;

@@ -173,8 +173,6 @@ void check_export(const std::string& run_dir, const std::string& which, const st
   MESSAGE(r.output);
 }
 
-std::string hf_fixture(const std::string& name) { return repo_path("tests/fixtures/hf_bert/" + name); }
-
 // Exports a masked-LM run and has transformers' BertForMaskedLM compare its logits at every position of texts with
 // [MASK]s, one of them a pair with segment 1, padded.
 void check_mlm_export(const std::string& run_dir, const std::string& which, const std::string& out) {

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "tests/temp_dir.h"
+#include "framework/regular_file.h"
 #include "kernels/base/error.h"
 #include "train/tools/plot.h"
 
@@ -318,9 +319,7 @@ TEST_CASE("in-memory PNGs: the same bytes as the files, a smaller grid by max_si
   TempDir tmp;
   LinePlot plot{"loss", "step", "loss", {{"train", {0, 500, 1000}, {0.9, 0.4, 0.2}, {}}}, false};
   write_line_plot_png(tmp / "loss.png", plot);
-  std::ifstream f(tmp / "loss.png", std::ios::binary);
-  const std::string file{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-  CHECK(line_plot_png(plot) == file);
+  CHECK(line_plot_png(plot) == read_file_bytes(tmp / "loss.png"));
 
   HeatmapGrid g = test_grid(3, 4, 6, true);
   g.max_side = 1200;
@@ -461,7 +460,5 @@ TEST_CASE("headroom plot: a table's columns as a line per series; errors name th
   std::system(("'" + std::string(build) + "/headroom' plot '" + std::string(tmp / "bad.tsv") +
                "' --x kept --y accuracy --out '" + png + "' 2>'" + out + "'")
                   .c_str());
-  std::ifstream m(out);
-  const std::string msg((std::istreambuf_iterator<char>(m)), std::istreambuf_iterator<char>());
-  CHECK(msg.find("bad.tsv:3 column accuracy: 'x' is not a number") != std::string::npos);
+  CHECK(read_file_bytes(out).find("bad.tsv:3 column accuracy: 'x' is not a number") != std::string::npos);
 }

@@ -13,6 +13,7 @@
 #include "tests/repo_files.h"
 #include "tests/temp_dir.h"
 #include "framework/atomic_file.h"
+#include "framework/regular_file.h"
 #include "kernels/base/error.h"
 #include "framework/safetensors.h"
 
@@ -23,12 +24,6 @@ using hr::testing::TempDir;
 
 namespace {
 
-
-// A fresh directory for one test case, removed at the end.
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -177,7 +172,7 @@ TEST_CASE("write then read round-trips every dtype, metadata and odd shapes byte
   CHECK(to_f32(back.tensors.at("brain")) == std::vector<float>{1.0f});
 
   write_safetensors(b, back);
-  CHECK(read_bytes(a) == read_bytes(b));
+  CHECK(read_file_bytes(a) == read_file_bytes(b));
   CHECK(fs::directory_iterator(tmp.path) != fs::directory_iterator());
   for (const auto& entry : fs::directory_iterator(tmp.path))  // no temp files left behind
     CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);
@@ -211,7 +206,7 @@ TEST_CASE("the written layout follows the safetensors package: padded header, co
   const std::string path = tmp / "layout.safetensors";
   write_safetensors(path, f);
 
-  const std::string raw = read_bytes(path);
+  const std::string raw = read_file_bytes(path);
   uint64_t n = 0;
   for (int k = 7; k >= 0; --k) n = (n << 8) | static_cast<uint8_t>(raw[k]);
   CHECK(n % 8 == 0);
@@ -237,7 +232,7 @@ TEST_CASE("the written layout follows the safetensors package: padded header, co
 
 TEST_CASE("truncated files give a clear error naming the file") {
   TempDir tmp;
-  const std::string good = read_bytes(fixture("cross_entropy.safetensors"));
+  const std::string good = read_file_bytes(fixture("cross_entropy.safetensors"));
   REQUIRE(good.size() == 836);  // 8 + 440 header + 388 data
   const std::string path = tmp / "cut.safetensors";
   struct Cut {
@@ -259,7 +254,7 @@ TEST_CASE("truncated files give a clear error naming the file") {
 TEST_CASE("foreign and corrupt files give a clear error naming the file") {
   TempDir tmp;
   const std::string path = tmp / "bad.safetensors";
-  const std::string good = read_bytes(fixture("cross_entropy.safetensors"));
+  const std::string good = read_file_bytes(fixture("cross_entropy.safetensors"));
 
   SUBCASE("header length lies") {
     write_bytes(path, le64(1000000) + good.substr(8));
@@ -327,7 +322,7 @@ TEST_CASE("foreign and corrupt files give a clear error naming the file") {
 TEST_CASE("the reader enforces the format's header rules") {
   TempDir tmp;
   const std::string path = tmp / "bad.safetensors";
-  const std::string good = read_bytes(fixture("cross_entropy.safetensors"));
+  const std::string good = read_file_bytes(fixture("cross_entropy.safetensors"));
   SUBCASE("a header longer than 100 MB is refused before anything is allocated") {
     write_bytes(path, le64(100'000'001) + good.substr(8));
     check_read_error(path, "header length 100000001 is over the format's limit of 100000000 bytes");
@@ -357,7 +352,7 @@ namespace {
 // `f` written to `path`, with byte `offset` of the file then flipped.
 void write_with_flipped_byte(const std::string& path, const SafeTensorsFile& f, size_t offset) {
   write_safetensors(path, f);
-  std::string raw = read_bytes(path);
+  std::string raw = read_file_bytes(path);
   REQUIRE(offset < raw.size());
   raw[offset] = static_cast<char>(raw[offset] ^ 0x10);
   write_bytes(path, raw);
@@ -375,7 +370,7 @@ TEST_CASE("files headroom writes carry one CRC-32 per tensor, verified on load")
   f.metadata["step"] = "4";
   write_safetensors(path, f);
 
-  const std::string raw = read_bytes(path);
+  const std::string raw = read_file_bytes(path);
   uint64_t n = 0;
   for (int k = 7; k >= 0; --k) n = (n << 8) | static_cast<uint8_t>(raw[k]);
   const nlohmann::json meta = nlohmann::json::parse(raw.substr(8, n))["__metadata__"];
@@ -488,9 +483,9 @@ TEST_CASE("write_file_atomically replaces the file, or leaves the old one when w
   TempDir tmp;
   const std::string path = tmp / "report.txt";
   write_file_atomically(path, [](std::ostream& out) { out << "first"; });
-  CHECK(read_bytes(path) == "first");
+  CHECK(read_file_bytes(path) == "first");
   write_file_atomically(path, [](std::ostream& out) { out << "second version"; });
-  CHECK(read_bytes(path) == "second version");
+  CHECK(read_file_bytes(path) == "second version");
 
   CHECK_THROWS_AS(write_file_atomically(path,
                                         [](std::ostream& out) {
@@ -498,7 +493,7 @@ TEST_CASE("write_file_atomically replaces the file, or leaves the old one when w
                                           throw Error("interrupted");
                                         }),
                   Error);
-  CHECK(read_bytes(path) == "second version");
+  CHECK(read_file_bytes(path) == "second version");
   int files = 0;
   for ([[maybe_unused]] const auto& entry : fs::directory_iterator(tmp.path)) ++files;
   CHECK(files == 1);  // the temp file is gone
