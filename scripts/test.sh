@@ -8,9 +8,11 @@ cd "$(dirname "$0")/.."
 
 scripts/install.sh --test || { echo "0 passed, 1 failed"; exit 1; }
 
+# -g1: line tables and functions only; the sanitizers' stack traces are the same (inlined frames included) and each
+# file compiles in about three quarters of -g's time
 if [ ! -f build-sanitize/build.ninja ]; then
-  meson setup build-sanitize --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false \
-    -Dcuda=disabled >/dev/null || { echo "0 passed, 1 failed"; exit 1; }
+  meson setup build-sanitize --buildtype=debugoptimized -Dcpp_args=-g1 -Db_sanitize=address,undefined \
+    -Db_lundef=false -Dcuda=disabled >/dev/null || { echo "0 passed, 1 failed"; exit 1; }
 fi
 meson compile -C build-sanitize || { echo "0 passed, 1 failed"; exit 1; }
 
