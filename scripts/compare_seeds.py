@@ -1,0 +1,78 @@
+"""Whether two sets of runs (the same comparison over seeds) differ in a logged metric: each run's last value of the
+metric, mean +- sd a side, the difference of the means with an exact two-sided permutation test (every split of the
+pooled values; for bimodal scores, as a run that leaves a plateau or does not, where a t-test's normal model fails),
+and with --above X how many runs a side end above X with Fisher's exact test on those counts.
+Usage: python3 scripts/compare_seeds.py METRIC RUN... -- RUN... [--above X]
+  METRIC: a dotted key of metrics.jsonl, e.g. eval.exact_match or test.accuracy (its last row that has it)"""
+import itertools
+import json
+import math
+import statistics
+import sys
+
+
+def fail(message):
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
+def last_value(run, metric):
+    value = None
+    with open(f"{run}/metrics.jsonl") as f:
+        for line in f:
+            row = json.loads(line) if line.strip() else {}
+            for key in metric.split("."):
+                row = row.get(key) if isinstance(row, dict) else None
+            if isinstance(row, (int, float)):
+                value = row
+    if value is None:
+        fail(f"{run}/metrics.jsonl: no row has {metric}")
+    return float(value)
+
+
+def permutation_p(a, b):
+    pool, observed = a + b, abs(statistics.mean(a) - statistics.mean(b))
+    hits = total = 0
+    for chosen in itertools.combinations(range(len(pool)), len(a)):
+        x = [pool[i] for i in chosen]
+        y = [pool[i] for i in range(len(pool)) if i not in chosen]
+        total += 1
+        hits += abs(statistics.mean(x) - statistics.mean(y)) >= observed - 1e-9
+    return hits / total
+
+
+def fisher_p(k_a, n_a, k_b, n_b):
+    k, n = k_a + k_b, n_a + n_b
+    def table(i):
+        return math.comb(k, i) * math.comb(n - k, n_a - i) / math.comb(n, n_a)
+    observed = table(k_a)
+    return sum(table(i) for i in range(max(0, k - n_b), min(k, n_a) + 1) if table(i) <= observed * (1 + 1e-9))
+
+
+def main():
+    args = sys.argv[1:]
+    above = None
+    if "--above" in args:
+        i = args.index("--above")
+        above = float(args[i + 1])
+        del args[i:i + 2]
+    if len(args) < 4 or "--" not in args:
+        fail(__doc__)
+    metric, runs = args[0], args[1:]
+    a_runs, b_runs = runs[:runs.index("--")], runs[runs.index("--") + 1:]
+    if len(a_runs) < 2 or len(b_runs) < 2:
+        fail("compare_seeds.py: at least two runs a side")
+    a, b = [last_value(r, metric) for r in a_runs], [last_value(r, metric) for r in b_runs]
+    for name, runs_, values in (("A", a_runs, a), ("B", b_runs, b)):
+        print(f"{name}: {statistics.mean(values):.2f} +- {statistics.stdev(values):.2f} over {len(values)} runs: "
+              + ", ".join(f"{v:.2f}" for v in values))
+    print(f"difference of means {statistics.mean(a) - statistics.mean(b):.2f}, exact permutation p (two-sided, "
+          f"{math.comb(len(a) + len(b), len(a))} splits) {permutation_p(a, b):.3f}")
+    if above is not None:
+        k_a, k_b = sum(v > above for v in a), sum(v > above for v in b)
+        print(f"above {above:g}: {k_a} of {len(a)} against {k_b} of {len(b)}, Fisher's exact p (two-sided) "
+              f"{fisher_p(k_a, len(a), k_b, len(b)):.3f}")
+
+
+if __name__ == "__main__":
+    main()
