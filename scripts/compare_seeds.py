@@ -31,14 +31,12 @@ def last_value(run, metric):
 
 
 def permutation_p(a, b):
-    pool, observed = a + b, abs(statistics.mean(a) - statistics.mean(b))
-    hits = total = 0
-    for chosen in itertools.combinations(range(len(pool)), len(a)):
-        x = [pool[i] for i in chosen]
-        y = [pool[i] for i in range(len(pool)) if i not in chosen]
-        total += 1
-        hits += abs(statistics.mean(x) - statistics.mean(y)) >= observed - 1e-9
-    return hits / total
+    pool, total = a + b, sum(a) + sum(b)
+    def difference(x_sum):  # the mean of a split's first len(a) values minus the mean of the rest
+        return x_sum / len(a) - (total - x_sum) / len(b)
+    observed = abs(difference(sum(a)))
+    splits = list(itertools.combinations(pool, len(a)))
+    return sum(abs(difference(sum(x))) >= observed - 1e-9 for x in splits) / len(splits)
 
 
 def fisher_p(k_a, n_a, k_b, n_b):
@@ -63,7 +61,7 @@ def main():
     if len(a_runs) < 2 or len(b_runs) < 2:
         fail("compare_seeds.py: at least two runs a side")
     a, b = [last_value(r, metric) for r in a_runs], [last_value(r, metric) for r in b_runs]
-    for name, runs_, values in (("A", a_runs, a), ("B", b_runs, b)):
+    for name, values in (("A", a), ("B", b)):
         print(f"{name}: {statistics.mean(values):.2f} +- {statistics.stdev(values):.2f} over {len(values)} runs: "
               + ", ".join(f"{v:.2f}" for v in values))
     print(f"difference of means {statistics.mean(a) - statistics.mean(b):.2f}, exact permutation p (two-sided, "

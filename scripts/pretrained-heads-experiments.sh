@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The head questions on pretrained encoders (issue #34, docs/heads-results.md): matched MLM pretraining runs that differ
 # only in their heads (1, 4, 8, 16 and 64 heads over the same 256 attention dimensions, so the same parameters; 8
-# narrower heads below and 4 wider above; talking heads on 8; a second seed of 8 for the seed-to-seed spread), every pretrained
-# model fine-tuned on CLINC150 over seeds and on bAbI task 1, the same layouts fine-tuned from scratch, what the
-# pretrained heads attend to, a pruning curve of a fine-tuned 8-head model, and the step time of each layout.
+# narrower heads below and 4 wider above; talking heads on 8; a second seed of 8 for the seed-to-seed spread), every
+# pretrained model fine-tuned on CLINC150 over seeds and on bAbI task 1, the same layouts fine-tuned from scratch, what
+# the pretrained heads attend to, a pruning curve of a fine-tuned 8-head model, and the step time of each layout.
 # Usage: scripts/pretrained-heads-experiments.sh OUT [PART ...]
 #   PART: pretrain finetune scratch roles prune speed table (default: all, in that order)
 # Resumable: an interrupted pretraining run is resumed (`train --resume`), a finished one (OUT/pretrain/NAME/complete)

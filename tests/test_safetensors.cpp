@@ -24,7 +24,6 @@ using hr::testing::TempDir;
 
 namespace {
 
-
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
