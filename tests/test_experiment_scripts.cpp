@@ -80,22 +80,22 @@ TEST_CASE("experiments: pretraining runs are skipped when complete and resumed w
   CHECK(fs::exists(d / "out/pretrain/h1/complete"));
   CHECK(!fs::exists(d / "out/pretrain/h4/complete"));
 
-  // again: h1 is not touched, h4 resumes from its checkpoint, the other six arms start afresh
+  // again: h1 is not touched, h4 resumes from its checkpoint, the other seven arms start afresh
   r = run_script(d, "pretrain");
   REQUIRE_MESSAGE(r.code == 0, r.output);
   c = calls(d);
-  REQUIRE(c.size() == 7);
+  REQUIRE(c.size() == 8);
   CHECK(c[0] == "train --resume " + (d / "out/pretrain/h4") + " --quiet");
   CHECK(count(c, "out/pretrain/h1 ") == 0);
   CHECK(count(c, "--resume") == 1);
-  for (const char* arm : {"h8", "h16", "split", "talking", "h8-seed1", "h64"}) {
+  for (const char* arm : {"h8", "h16", "split", "talking", "h8-seed1", "h64", "h64-seed1"}) {
     CAPTURE(arm);
     CHECK(count(c, "--out " + (d / "out/pretrain/") + arm + " ") == 1);
     CHECK(fs::exists(d / "out/pretrain/" + arm + "/complete"));
   }
-  CHECK(count(c, "train.seed=1") == 1);
+  CHECK(count(c, "train.seed=1") == 2);
   CHECK(count(c, "talking_heads: true") == 1);
-  CHECK(count(c, "heads: 64, head_dim: 4") == 1);
+  CHECK(count(c, "heads: 64, head_dim: 4") == 2);
   CHECK(count(c, "{repeat: 2, attention: {heads: 8, head_dim: 32}}, {repeat: 2, attention: {heads: 4, head_dim: 64}}") ==
         1);
 
@@ -138,9 +138,9 @@ TEST_CASE("experiments: the scratch baselines fine-tune every layout once, from 
   Result r = run_script(d, "scratch", "QA_SEEDS='0 1'");
   REQUIRE_MESSAGE(r.code == 0, r.output);
   std::vector<std::string> c = calls(d);
-  REQUIRE(c.size() == 7 + 2 * 7);  // seven layouts (not the second pretraining seed): CLINC150 seed 0, bAbI seeds 0 1
+  REQUIRE(c.size() == 7 + 2 * 7);  // seven layouts (not the second pretraining seeds): CLINC150 seed 0, bAbI seeds 0 1
   CHECK(count(c, "init_from") == 0);
-  CHECK(count(c, "h8-seed1") == 0);
+  CHECK(count(c, "seed1") == 0);
   CHECK(count(c, "configs/clinc150-from-pretrain.yaml") == 7);
   CHECK(count(c, "--out " + (d / "out/scratch-babi/talking-1") + " ") == 1);
   CHECK(count(c, "talking_heads: true") == 3);
