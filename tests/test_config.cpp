@@ -1,11 +1,10 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstdio>
-#include <fstream>
 #include <functional>
 
 #include "framework/config.h"
+#include "tests/temp_dir.h"
 
 using hr::Config;
 using hr::ConfigError;
@@ -86,12 +85,6 @@ std::string replace(std::string text, const std::string& from, const std::string
 
 Config base_with(const std::string& from, const std::string& to) {
   return Config::parse(replace(kBase, from, to), kName);
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = std::string(P_tmpdir) + "/hr_test_config_" + name;
-  std::ofstream(path) << text;
-  return path;
 }
 
 }  // namespace
@@ -303,16 +296,14 @@ TEST_CASE("nesting beyond 32 levels, or an alias inside its own anchor, is an er
 }
 
 TEST_CASE("load_file: contents, an empty file, a missing file") {
-  const std::string path = write_temp("base.yaml", kBase);
+  const hr::testing::TempDir d;
+  const std::string path = hr::testing::write_file(d / "base.yaml", kBase);
   CHECK(Config::load_file(path).child("model").get<int64_t>("d_model") == 64);
-  const std::string empty = write_temp("empty.yaml", "");
+  const std::string empty = hr::testing::write_file(d / "empty.yaml", "");
   CHECK(error_of([&] { Config::load_file(empty); }) == empty + ":1: the file is empty");
-  const std::string comments = write_temp("comments.yaml", "# nothing here\n");
+  const std::string comments = hr::testing::write_file(d / "comments.yaml", "# nothing here\n");
   CHECK(error_of([&] { Config::load_file(comments); }) == comments + ":1: the file is empty");
   CHECK(error_of([] { Config::load_file("/nonexistent/x.yaml"); }) == "cannot open config file '/nonexistent/x.yaml'");
-  std::remove(path.c_str());
-  std::remove(empty.c_str());
-  std::remove(comments.c_str());
 }
 
 TEST_CASE("overrides: scalars, nested keys, sequence elements, whole sequences") {

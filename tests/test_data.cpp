@@ -12,6 +12,7 @@
 #include <random>
 
 #include "tests/repo_files.h"
+#include "tests/temp_dir.h"
 #include "framework/regular_file.h"
 #include "kernels/base/error.h"
 #include "train/data/classification_data.h"
@@ -24,27 +25,12 @@
 
 using namespace hr;
 using hr::testing::data_file;
+using hr::testing::TempDir;
+using hr::testing::write_file;
 namespace fs = std::filesystem;
 
 namespace {
 
-
-// A fresh directory per test case for hand-made files.
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    static int counter = 0;
-    dir = fs::temp_directory_path() / ("hr_test_data_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    const fs::path path = dir / name;
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path.string();
-  }
-};
 
 std::string line_of_file(const std::string& path, int64_t line) {
   std::ifstream in(path, std::ios::binary);
@@ -168,7 +154,7 @@ TEST_CASE("clinc150: real split sizes, labels and line numbers") {
 
 TEST_CASE("clinc150: malformed rows, bad files") {
   TempDir tmp;
-  const std::string path = tmp.write("bad.json",
+  const std::string path = write_file(tmp / "bad.json",
                                      "{\n"
                                      "  \"train\": [\n"
                                      "    [\"book a flight\", \"book_flight\"],\n"
@@ -201,18 +187,18 @@ TEST_CASE("clinc150: malformed rows, bad files") {
   options.include_oos = true;
   CHECK(contains(error_of([&] { load_classification_data(options); }), "no split 'oos_train'"));
 
-  options.path = tmp.write("syntax.json", "{\n  \"train\": [\n    [\"a\", \"b\"]\n    [\"c\", \"d\"]\n  ]\n}\n");
+  options.path = write_file(tmp / "syntax.json", "{\n  \"train\": [\n    [\"a\", \"b\"]\n    [\"c\", \"d\"]\n  ]\n}\n");
   const std::string syntax = error_of([&] { load_classification_data(options); });
   CHECK(contains(syntax, options.path + ": invalid JSON: parse error at line 4"));
-  options.path = tmp.write("utf8.json", "{\"train\": [[\"caf\xC3\", \"x\"]]}");
+  options.path = write_file(tmp / "utf8.json", "{\"train\": [[\"caf\xC3\", \"x\"]]}");
   CHECK(contains(error_of([&] { load_classification_data(options); }), "invalid JSON"));
-  options.path = tmp.write("empty.json", "");
+  options.path = write_file(tmp / "empty.json", "");
   CHECK(contains(error_of([&] { load_classification_data(options); }), options.path + ": invalid JSON"));
-  options.path = tmp.write("array.json", "[1, 2]");
+  options.path = write_file(tmp / "array.json", "[1, 2]");
   CHECK(contains(error_of([&] { load_classification_data(options); }), "expected a JSON object of CLINC150 splits"));
-  options.path = (tmp.dir / "missing.json").string();
+  options.path = tmp / "missing.json";
   CHECK(error_of([&] { load_classification_data(options); }) == options.path + ": no such file");
-  options.path = tmp.dir.string();
+  options.path = tmp.path.string();
   CHECK(error_of([&] { load_classification_data(options); }) == options.path + ": not a regular file");
 }
 
@@ -220,7 +206,7 @@ TEST_CASE("clinc150: malformed rows, bad files") {
 
 TEST_CASE("csv: RFC 4180 quoting, line numbers of multi-line records") {
   TempDir tmp;
-  const std::string path = tmp.write("data.csv",
+  const std::string path = write_file(tmp / "data.csv",
                                      "id,text,label\r\n"
                                      "1,\"hello, world\",greet\r\n"
                                      "2,\"she said \"\"hi\"\"\",greet\r\n"
@@ -248,7 +234,7 @@ TEST_CASE("csv: RFC 4180 quoting, line numbers of multi-line records") {
 
 TEST_CASE("csv/tsv: malformed rows and headers") {
   TempDir tmp;
-  const std::string path = tmp.write("bad.tsv",
+  const std::string path = write_file(tmp / "bad.tsv",
                                      "\xEF\xBB\xBFtext\tlabel\n"
                                      "good row\tyes\n"
                                      "too\tmany\tcolumns\n"
@@ -275,9 +261,9 @@ TEST_CASE("csv/tsv: malformed rows and headers") {
   options.format = DataFormat::csv;  // the header has no ',' so it is one column named "text\tlabel"
   CHECK(error_of([&] { load_classification_data(options); }) ==
         path + ":1: the header has no column 'text' (it has 'text\tlabel')");
-  options.path = tmp.write("empty.csv", "");
+  options.path = write_file(tmp / "empty.csv", "");
   CHECK(contains(error_of([&] { load_classification_data(options); }), options.path + ": empty file"));
-  options.path = tmp.write("header.csv", "sentence,intent\nhi,greet\n");
+  options.path = write_file(tmp / "header.csv", "sentence,intent\nhi,greet\n");
   CHECK(contains(error_of([&] { load_classification_data(options); }), "no column 'text'"));
   options.text_field = "sentence";
   options.label_field = "intent";
@@ -288,7 +274,7 @@ TEST_CASE("csv/tsv: malformed rows and headers") {
 
 TEST_CASE("jsonl: text or input_ids, string or int labels, every issue type") {
   TempDir tmp;
-  const std::string path = tmp.write("data.jsonl",
+  const std::string path = write_file(tmp / "data.jsonl",
                                      "{\"text\": \"turn on the lights\", \"label\": \"lights_on\"}\n"
                                      "{\"input_ids\": [101, 7592, 102], \"label\": 3}\n"
                                      "\n"
@@ -349,15 +335,15 @@ TEST_CASE("label set: sorted, deterministic ids") {
 
 TEST_CASE("a number past the range of double is bad JSON, not an escaping exception (found by fuzzing)") {
   TempDir tmp;
-  const std::string clinc = tmp.write("overflow.json", "{\"train\": [[\"a\", \"b\"]], \"val\": 1e999}");
+  const std::string clinc = write_file(tmp / "overflow.json", "{\"train\": [[\"a\", \"b\"]], \"val\": 1e999}");
   CHECK(error_of([&] { load_classification_data(options_for(DataFormat::clinc150, clinc)); }) ==
         clinc + ": invalid JSON: number overflow parsing '1e999'");
   const std::string long_number = "{\"data\": " + std::string(500, '9') + "e999}";
-  const std::string squad = tmp.write("overflow_squad.json", long_number);
+  const std::string squad = write_file(tmp / "overflow_squad.json", long_number);
   const std::string message = error_of([&] { load_squad(squad); });
   CHECK(contains(message, squad + ": invalid JSON: number overflow parsing '999"));
   CHECK(message.size() < squad.size() + 250);  // the number is not echoed whole
-  const std::string jsonl = tmp.write("overflow.jsonl", "{\"text\": \"ok\", \"label\": \"a\"}\n{\"text\": 1e999}\n");
+  const std::string jsonl = write_file(tmp / "overflow.jsonl", "{\"text\": \"ok\", \"label\": \"a\"}\n{\"text\": 1e999}\n");
   const LoadResult rows = load_classification_data(options_for(DataFormat::jsonl, jsonl));
   CHECK(rows.examples.size() == 1);
   REQUIRE(rows.issues.size() == 1);
@@ -367,13 +353,13 @@ TEST_CASE("a number past the range of double is bad JSON, not an escaping except
 TEST_CASE("a data file nesting a million arrays is refused while it is parsed, naming the file") {
   TempDir tmp;
   const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
-  const std::string squad = tmp.write("deep_squad.json", "{\"data\": " + deep + "}");
+  const std::string squad = write_file(tmp / "deep_squad.json", "{\"data\": " + deep + "}");
   CHECK(error_of([&] { load_squad(squad); }) == squad + ": invalid JSON: nested deeper than 100 levels");
-  const std::string clinc = tmp.write("deep.json", deep);
+  const std::string clinc = write_file(tmp / "deep.json", deep);
   CHECK(error_of([&] { load_classification_data(options_for(DataFormat::clinc150, clinc)); }) ==
         clinc + ": invalid JSON: nested deeper than 100 levels");
   // 100 levels (the object and 99 arrays in it) are the bound, not an error
-  const std::string ok = tmp.write("ok.json", "{\"train\": [[\"a\", \"b\"]], \"x\": " + std::string(99, '[') +
+  const std::string ok = write_file(tmp / "ok.json", "{\"train\": [[\"a\", \"b\"]], \"x\": " + std::string(99, '[') +
                                                   std::string(99, ']') + "}");
   CHECK(load_classification_data(options_for(DataFormat::clinc150, ok)).examples.size() == 1);
 }
@@ -386,7 +372,7 @@ TEST_CASE("loaders never crash on binary garbage") {
     for (char& b : bytes) b = static_cast<char>(rng() % 256);
     if (trial % 4 == 0) bytes = "text,label\n" + bytes;  // get past the header sometimes
     if (trial % 4 == 1) bytes = "{\"text\": \"a\", \"label\": \"b\"}\n" + bytes;
-    const std::string path = tmp.write("garbage" + std::to_string(trial), bytes);
+    const std::string path = write_file(tmp / ("garbage" + std::to_string(trial)), bytes);
     for (DataFormat format : {DataFormat::clinc150, DataFormat::csv, DataFormat::tsv, DataFormat::jsonl}) {
       try {
         const LoadResult result = load_classification_data(options_for(format, path));
@@ -407,7 +393,7 @@ TEST_CASE("loaders never crash on binary garbage") {
 
 TEST_CASE("conll: sentences by blank lines, the tag in the last column, every issue with its file and line") {
   TempDir tmp;
-  const std::string path = tmp.write("ner.conll",
+  const std::string path = write_file(tmp / "ner.conll",
                                      "-DOCSTART- -X- -X- O\n"
                                      "\n"
                                      "EU NNP B-NP B-ORG\n"
@@ -439,7 +425,7 @@ TEST_CASE("conll: sentences by blank lines, the tag in the last column, every is
   REQUIRE(d.issues.size() == expected.size());
   for (size_t k = 0; k < expected.size(); ++k) CHECK(d.issues[k].message() == expected[k]);
   CHECK(error_of([&] { load_conll(path, OnError::fail); }) == expected[0]);
-  CHECK(contains(error_of([&] { load_conll((tmp.dir / "missing.conll").string(), OnError::skip); }), "missing.conll"));
+  CHECK(contains(error_of([&] { load_conll(tmp / "missing.conll", OnError::skip); }), "missing.conll"));
 }
 
 TEST_CASE("conll: entities are conlleval's chunks, scored by span and type") {
@@ -531,7 +517,7 @@ TEST_CASE("squad: CMRC 2018 trial's UTF-16 offsets are found and reported, never
 TEST_CASE("squad: code-point offsets in multi-byte contexts, structure issues") {
   TempDir tmp;
   // Contexts with accents (2 bytes), Chinese (3 bytes) and an emoji (4 bytes, 2 UTF-16 units) before the answers.
-  const std::string path = tmp.write("qa.json", R"({"data": [
+  const std::string path = write_file(tmp / "qa.json", R"({"data": [
 {"title": "multi", "paragraphs": [
   {"context": "Café crème à Zürich, 北京 then 😀 Paris.", "qas": [
     {"id": "accents", "question": "Where?", "answers": [{"text": "Zürich", "answer_start": 13}]},
@@ -599,7 +585,7 @@ TEST_CASE("squad: code-point offsets in multi-byte contexts, structure issues") 
   for (size_t k = 0; k < std::min(messages.size(), expected.size()); ++k) CHECK(messages[k] == expected[k]);
 
   CHECK(error_of([&] { load_squad(path, OnError::fail); }) == expected[0]);
-  const std::string no_data = tmp.write("no_data.json", "{\"version\": \"1.1\"}");
+  const std::string no_data = write_file(tmp / "no_data.json", "{\"version\": \"1.1\"}");
   CHECK(error_of([&] { load_squad(no_data); }) ==
         no_data + ":1: expected a top-level object with a \"data\" list (SQuAD v1.1 schema)");
 }
@@ -760,7 +746,7 @@ TEST_CASE("cmrc metric: the CMRC 2018 trial set is picked out as Chinese, SQuAD 
 
 TEST_CASE("squad metric: predictions file") {
   TempDir tmp;
-  const std::string path = (tmp.dir / "predictions.json").string();
+  const std::string path = tmp / "predictions.json";
   const std::map<std::string, std::string> predictions = {{"q1", "Zürich"}, {"q2", "北京 \"quoted\""}, {"q3", ""}};
   write_predictions_json(path, predictions);
   const std::string text = read_file_bytes(path);
@@ -770,6 +756,6 @@ TEST_CASE("squad metric: predictions file") {
                    write_predictions_json(path, {{"q9", "caf\xC3"}});
                  }),
                  "question q9 is not valid UTF-8"));
-  CHECK(contains(error_of([&] { write_predictions_json((tmp.dir / "no/such/dir.json").string(), predictions); }),
+  CHECK(contains(error_of([&] { write_predictions_json(tmp / "no/such/dir.json", predictions); }),
                  "cannot open for writing"));
 }

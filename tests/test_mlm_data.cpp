@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "framework/regular_file.h"
 #include "kernels/base/error.h"
 #include "tests/fuzz/token_cache_checksums.h"
 #include "tests/repo_files.h"
@@ -26,23 +27,10 @@ using namespace hr;
 using hr::testing::data_file;
 using hr::testing::repo_path;
 using hr::testing::TempDir;
+using hr::testing::write_file;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-  REQUIRE(out.good());
-  return path;
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string corpus(const std::string& name) { return repo_path("tests/fixtures/wiki_en_tiny/" + name); }
 
@@ -298,7 +286,7 @@ TEST_CASE("token cache: reused when fresh, rebuilt with a note when stale or cor
     CHECK(stream_of(o.cache) == expected_stream(read_all(file).docs, bert()));
   }
   SUBCASE("a flipped byte in the token data fails the checksum") {
-    std::string bytes = read_bytes(path);
+    std::string bytes = read_file_bytes(path);
     bytes[bytes.size() - 1] ^= 0x01;
     write_file(path, bytes);
     const Opened o = open_cache({file}, bert(), cache_dir);
@@ -307,7 +295,7 @@ TEST_CASE("token cache: reused when fresh, rebuilt with a note when stale or cor
     CHECK(stream_of(o.cache) == expected);
   }
   SUBCASE("a flipped byte in the header") {
-    std::string bytes = read_bytes(path);
+    std::string bytes = read_file_bytes(path);
     bytes[17] ^= 0x01;  // the token count
     write_file(path, bytes);
     const Opened o = open_cache({file}, bert(), cache_dir);
@@ -315,7 +303,7 @@ TEST_CASE("token cache: reused when fresh, rebuilt with a note when stale or cor
     CHECK(stream_of(o.cache) == expected);
   }
   SUBCASE("a forged token count whose byte size wraps around to the file's, checksums made to match") {
-    std::string bytes = read_bytes(path);
+    std::string bytes = read_file_bytes(path);
     uint64_t tokens;
     std::memcpy(&tokens, bytes.data() + 16, 8);
     tokens += uint64_t{1} << 63;  // twice it is the true byte size modulo 2^64

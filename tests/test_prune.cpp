@@ -10,6 +10,7 @@
 #include "kernels/base/error.h"
 #include "framework/ops.h"
 #include "models/encoder_layer.h"
+#include "tests/temp_dir.h"
 #include "train/run/checkpoint.h"
 #include "train/tools/head_importance.h"
 #include "train/tools/prune.h"
@@ -207,7 +208,8 @@ layers:
   randomize(*m, 5);
   set(attn(*m, 0).gates->log_alpha, {1.f, -10.f, 0.f});
   PrunedModel p = prune_model(*m, Config::parse(yaml, "<test>"), plan_pruning(*m, PruneOptions{}, nullptr));
-  const std::string path = (std::filesystem::temp_directory_path() / "hr_test_prune.safetensors").string();
+  const hr::testing::TempDir d;
+  const std::string path = d / "pruned.safetensors";
   save_checkpoint(path, *p.model, nullptr, TrainState{});
   auto reloaded = build_model(Config::parse(p.model_yaml, "<pruned>"), ModelDims{kVocab, kLabels});
   load_checkpoint(path, *reloaded, nullptr);
@@ -215,7 +217,6 @@ layers:
   NamedTensors params = reloaded->named_parameters();
   AdamW adamw(params, std::vector<bool>(params.size(), true), AdamWOptions{});
   CHECK_THROWS_AS(load_checkpoint(path, *reloaded, &adamw), Error);
-  std::filesystem::remove(path);
 }
 
 TEST_CASE("reordering heads before the output projection changes nothing") {

@@ -1,7 +1,6 @@
 // Extractive QA: code-point offsets through multi-byte text, windowing of long contexts, span choice, the CMRC 2018
 // trial file's defective answers, and a tiny end-to-end training run that has to learn.
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +13,7 @@
 #include <random>
 
 #include "tests/repo_files.h"
+#include "tests/temp_dir.h"
 #include "framework/autograd.h"
 #include "framework/optim.h"
 #include "framework/random.h"
@@ -243,8 +243,8 @@ fs::path write_synthetic_squad(const fs::path& dir, int questions, unsigned seed
 }  // namespace
 
 TEST_CASE("qa: a tiny model trained on synthetic questions learns them (loss drops, exact match rises)") {
-  const fs::path dir = fs::temp_directory_path() / ("hr_test_qa_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const hr::testing::TempDir tmp;
+  const fs::path dir = tmp.path;
   auto o = std::make_shared<QaOptions>();
   o->files.train_path = write_synthetic_squad(dir, 96, 1).string();
   o->files.eval_path = write_synthetic_squad(dir, 32, 2).string();
@@ -301,5 +301,4 @@ layers:
   CHECK(written.size() == 32);
   const SquadData gold = load_squad(o->files.eval_path);
   CHECK(evaluate_squad(gold.eval, written).exact_match == doctest::Approx(r.metrics.at("exact_match")));
-  fs::remove_all(dir);
 }

@@ -21,13 +21,9 @@ namespace fs = std::filesystem;
 using namespace hr;
 using hr::testing::fixture;
 using hr::testing::TempDir;
+using hr::testing::write_file;
 
 namespace {
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 std::string le64(uint64_t v) {
   std::string s(8, '\0');
@@ -245,7 +241,7 @@ TEST_CASE("truncated files give a clear error naming the file") {
                          Cut{600, "checkpoint truncated: expected 388 bytes of tensor data, found 152"},
                          Cut{835, "checkpoint truncated: expected 388 bytes of tensor data, found 387"}}) {
     INFO("cut at " << cut.at);
-    write_bytes(path, good.substr(0, cut.at));
+    write_file(path, good.substr(0, cut.at));
     check_read_error(path, cut.expected);
   }
 }
@@ -256,27 +252,27 @@ TEST_CASE("foreign and corrupt files give a clear error naming the file") {
   const std::string good = read_file_bytes(fixture("cross_entropy.safetensors"));
 
   SUBCASE("header length lies") {
-    write_bytes(path, le64(1000000) + good.substr(8));
+    write_file(path, le64(1000000) + good.substr(8));
     check_read_error(path, "header length 1000000 exceeds");
-    write_bytes(path, le64(100) + good.substr(8));
+    write_file(path, le64(100) + good.substr(8));
     check_read_error(path, "header is not valid JSON");
   }
   SUBCASE("a PNG") {
     static const char png[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\x03\x84\0\0\x02X\x08\x06\0\0\0";
-    write_bytes(path, std::string(png, sizeof png - 1));  // the first 29 bytes of a PNG
+    write_file(path, std::string(png, sizeof png - 1));  // the first 29 bytes of a PNG
     check_read_error(path, "not a safetensors file");
   }
   SUBCASE("a text file") {
-    write_bytes(path, "epoch,loss\n1,0.93\n2,0.71\n");
+    write_file(path, "epoch,loss\n1,0.93\n2,0.71\n");
     check_read_error(path, "not a safetensors file");
   }
   SUBCASE("a missing file") { check_read_error(tmp / "nope.safetensors", "no such file"); }
   SUBCASE("a number past the range of double (found by fuzzing)") {
-    write_bytes(path, raw_file(R"({"a":{"dtype":"U8","shape":[1e999],"data_offsets":[0,1]}})", 1));
+    write_file(path, raw_file(R"({"a":{"dtype":"U8","shape":[1e999],"data_offsets":[0,1]}})", 1));
     check_read_error(path, "header is not valid JSON: [json.exception.out_of_range.406] number overflow parsing '1e999'");
   }
   SUBCASE("header is JSON but not an object") {
-    write_bytes(path, raw_file("{\"a\": 1", 0));
+    write_file(path, raw_file("{\"a\": 1", 0));
     check_read_error(path, "not valid JSON");
   }
   SUBCASE("tensor entries with problems") {
@@ -308,12 +304,12 @@ TEST_CASE("foreign and corrupt files give a clear error naming the file") {
              Case{R"({"a":[1,2]})", 0, "tensor 'a': entry is not a JSON object"},
          }) {
       INFO(c.header);
-      write_bytes(path, raw_file(c.header, c.data));
+      write_file(path, raw_file(c.header, c.data));
       check_read_error(path, c.expected);
     }
   }
   SUBCASE("a header that is a JSON array") {
-    write_bytes(path, le64(5) + "[1,2]");
+    write_file(path, le64(5) + "[1,2]");
     check_read_error(path, "not a safetensors file");
   }
 }
@@ -323,25 +319,25 @@ TEST_CASE("the reader enforces the format's header rules") {
   const std::string path = tmp / "bad.safetensors";
   const std::string good = read_file_bytes(fixture("cross_entropy.safetensors"));
   SUBCASE("a header longer than 100 MB is refused before anything is allocated") {
-    write_bytes(path, le64(100'000'001) + good.substr(8));
+    write_file(path, le64(100'000'001) + good.substr(8));
     check_read_error(path, "header length 100000001 is over the format's limit of 100000000 bytes");
   }
   SUBCASE("a header that is not UTF-8") {
-    write_bytes(path, raw_file("{\"\xff\xfe\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1));
+    write_file(path, raw_file("{\"\xff\xfe\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1));
     check_read_error(path, "header is not valid JSON");
   }
   SUBCASE("a header nested too deep is refused while it is parsed; a nested value is named by its type") {
     const std::string deep = std::string(200000, '[') + std::string(200000, ']');
-    write_bytes(path, raw_file(R"({"a":{"dtype":"U8","shape":[)" + deep + R"(],"data_offsets":[0,1]}})", 1));
+    write_file(path, raw_file(R"({"a":{"dtype":"U8","shape":[)" + deep + R"(],"data_offsets":[0,1]}})", 1));
     check_read_error(path, "header is not valid JSON: nested deeper than 100 levels");
     const std::string nested = std::string(90, '[') + std::string(90, ']');
-    write_bytes(path, raw_file(R"({"a":{"dtype":"U8","shape":[)" + nested + R"(],"data_offsets":[0,1]}})", 1));
+    write_file(path, raw_file(R"({"a":{"dtype":"U8","shape":[)" + nested + R"(],"data_offsets":[0,1]}})", 1));
     check_read_error(path, "tensor 'a': \"shape\" holds a JSON array, not a non-negative integer");
-    write_bytes(path, raw_file(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,)" + nested + "]}}", 1));
+    write_file(path, raw_file(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,)" + nested + "]}}", 1));
     check_read_error(path, "\"data_offsets\" must be two non-negative integers, got [0, a JSON array]");
   }
   SUBCASE("data ending before the end of the file") {
-    write_bytes(path, good + '\0');
+    write_file(path, good + '\0');
     check_read_error(path, "1 bytes after the end of the tensor data");
   }
 }
@@ -354,7 +350,7 @@ void write_with_flipped_byte(const std::string& path, const SafeTensorsFile& f, 
   std::string raw = read_file_bytes(path);
   REQUIRE(offset < raw.size());
   raw[offset] = static_cast<char>(raw[offset] ^ 0x10);
-  write_bytes(path, raw);
+  write_file(path, raw);
 }
 
 }  // namespace
@@ -389,11 +385,11 @@ TEST_CASE("files headroom writes carry one CRC-32 per tensor, verified on load")
   SUBCASE("a checksum removed or added") {
     nlohmann::json header = nlohmann::json::parse(raw.substr(8, n));
     header["__metadata__"].erase(safetensors_checksum_key("w"));
-    write_bytes(path, le64(header.dump().size()) + header.dump() + raw.substr(8 + n));
+    write_file(path, le64(header.dump().size()) + header.dump() + raw.substr(8 + n));
     check_read_error(path, "tensor 'w' has no checksum, though the file has checksums");
     header["__metadata__"][safetensors_checksum_key("w")] = meta[safetensors_checksum_key("w")];
     header["__metadata__"][safetensors_checksum_key("gone")] = "00000000";
-    write_bytes(path, le64(header.dump().size()) + header.dump() + raw.substr(8 + n));
+    write_file(path, le64(header.dump().size()) + header.dump() + raw.substr(8 + n));
     check_read_error(path, "checksum for tensor 'gone', which the file does not hold");
   }
   SUBCASE("the writer keeps the checksum keys to itself") {

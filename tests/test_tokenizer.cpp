@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/repo_files.h"
+#include "tests/temp_dir.h"
 #include "kernels/base/error.h"
 #include "train/tokenizer/tokenizer.h"
 #include "train/tokenizer/unicode_case.h"
@@ -78,10 +79,13 @@ const Tokenizer& chinese() {
   return t;
 }
 
+// A path in this executable's temporary directory, and a file written there
+std::filesystem::path temp_path(const std::string& name) {
+  static const hr::testing::TempDir dir;
+  return dir / name;
+}
 std::filesystem::path temp_file(const std::string& name, const std::string& content) {
-  const auto path = std::filesystem::temp_directory_path() / ("hr_test_tokenizer_" + name);
-  std::ofstream(path, std::ios::binary) << content;
-  return path;
+  return hr::testing::write_file(temp_path(name), content);
 }
 
 std::string error_of(const auto& f) {
@@ -224,7 +228,7 @@ TEST_CASE("vocab: errors name the file and line; '\\r' is stripped; save/load ro
   CHECK(v.id("x\xE2\x80\xA8y") == 4);
   CHECK_FALSE(v.mask_id().has_value());
 
-  const auto saved = std::filesystem::temp_directory_path() / "hr_test_tokenizer_saved.txt";
+  const auto saved = temp_path("saved.txt");
   chinese().vocab().save(saved.string());
   CHECK(Vocab::load(saved.string()).tokens() == chinese().vocab().tokens());
 }
@@ -383,7 +387,7 @@ TEST_CASE("learned vocabulary on CLINC150: exact size, specials, deterministic, 
   // take a few pieces at this size (1.68 a word; a naive merge order or no merges at all gives far more).
   CHECK(pieces < 1.8 * 130768);
 
-  const auto path = std::filesystem::temp_directory_path() / "hr_test_tokenizer_learned.txt";
+  const auto path = temp_path("learned.txt");
   v.save(path.string());
   CHECK(Vocab::load(path.string()).tokens() == v.tokens());
 }

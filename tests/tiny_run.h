@@ -24,11 +24,6 @@ namespace hr::testing {
 
 namespace fs = std::filesystem;
 
-inline void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-}
-
 inline std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
