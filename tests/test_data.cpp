@@ -343,7 +343,8 @@ TEST_CASE("a number past the range of double is bad JSON, not an escaping except
   const std::string message = error_of([&] { load_squad(squad); });
   CHECK(contains(message, squad + ": invalid JSON: number overflow parsing '999"));
   CHECK(message.size() < squad.size() + 250);  // the number is not echoed whole
-  const std::string jsonl = write_file(tmp / "overflow.jsonl", "{\"text\": \"ok\", \"label\": \"a\"}\n{\"text\": 1e999}\n");
+  const std::string jsonl =
+      write_file(tmp / "overflow.jsonl", "{\"text\": \"ok\", \"label\": \"a\"}\n{\"text\": 1e999}\n");
   const LoadResult rows = load_classification_data(options_for(DataFormat::jsonl, jsonl));
   CHECK(rows.examples.size() == 1);
   REQUIRE(rows.issues.size() == 1);
