@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "framework/config.h"
+#include "tests/error_message.h"
 #include "tests/temp_dir.h"
 
 using hr::Config;
@@ -68,13 +69,9 @@ void read_all(const Config& root) {
 
 // The message of the ConfigError that `f` throws; fails the test if it throws none.
 std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  FAIL("expected a ConfigError");
-  return "";
+  const std::string message = hr::testing::error_message<ConfigError>(f);
+  if (message.empty()) FAIL("expected a ConfigError");
+  return message;
 }
 
 std::string replace(std::string text, const std::string& from, const std::string& to) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "tests/error_message.h"
 #include "tests/repo_files.h"
 #include "tests/temp_dir.h"
 #include "framework/regular_file.h"
@@ -25,6 +26,7 @@
 
 using namespace hr;
 using hr::testing::data_file;
+using hr::testing::error_message;
 using hr::testing::TempDir;
 using hr::testing::write_file;
 namespace fs = std::filesystem;
@@ -38,15 +40,6 @@ std::string line_of_file(const std::string& path, int64_t line) {
   for (int64_t n = 1; n <= line && std::getline(in, text); ++n) {
   }
   return text;
-}
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no hr::Error>";
 }
 
 bool contains(const std::string& haystack, const std::string& needle) {
@@ -146,7 +139,7 @@ TEST_CASE("clinc150: real split sizes, labels and line numbers") {
   REQUIRE(val.issues.size() == 100);
   CHECK(contains(val.issues[0].message(), path + ":3 (oos_val[0]): unknown label 'oos'"));
   options.on_error = OnError::fail;
-  CHECK(contains(error_of([&] { load_classification_data(options); }), "unknown label 'oos'"));
+  CHECK(contains(error_message([&] { load_classification_data(options); }), "unknown label 'oos'"));
 
   ClassificationDataOptions small = options_for(DataFormat::clinc150, data_file("clinc150/data_small.json"));
   CHECK(load_classification_data(small).examples.size() == 7500);
@@ -178,28 +171,29 @@ TEST_CASE("clinc150: malformed rows, bad files") {
   CHECK(result.issues[4].message() == path + ":8 (train[5]): empty label");
 
   options.on_error = OnError::fail;
-  CHECK(error_of([&] { load_classification_data(options); }) == result.issues[0].message());
+  CHECK(error_message([&] { load_classification_data(options); }) == result.issues[0].message());
 
   options.on_error = OnError::skip;
   options.split = "dev";
-  CHECK(contains(error_of([&] { load_classification_data(options); }), "no split 'dev' (the file has: train)"));
+  CHECK(contains(error_message([&] { load_classification_data(options); }), "no split 'dev' (the file has: train)"));
   options.split = "train";
   options.include_oos = true;
-  CHECK(contains(error_of([&] { load_classification_data(options); }), "no split 'oos_train'"));
+  CHECK(contains(error_message([&] { load_classification_data(options); }), "no split 'oos_train'"));
 
   options.path = write_file(tmp / "syntax.json", "{\n  \"train\": [\n    [\"a\", \"b\"]\n    [\"c\", \"d\"]\n  ]\n}\n");
-  const std::string syntax = error_of([&] { load_classification_data(options); });
+  const std::string syntax = error_message([&] { load_classification_data(options); });
   CHECK(contains(syntax, options.path + ": invalid JSON: parse error at line 4"));
   options.path = write_file(tmp / "utf8.json", "{\"train\": [[\"caf\xC3\", \"x\"]]}");
-  CHECK(contains(error_of([&] { load_classification_data(options); }), "invalid JSON"));
+  CHECK(contains(error_message([&] { load_classification_data(options); }), "invalid JSON"));
   options.path = write_file(tmp / "empty.json", "");
-  CHECK(contains(error_of([&] { load_classification_data(options); }), options.path + ": invalid JSON"));
+  CHECK(contains(error_message([&] { load_classification_data(options); }), options.path + ": invalid JSON"));
   options.path = write_file(tmp / "array.json", "[1, 2]");
-  CHECK(contains(error_of([&] { load_classification_data(options); }), "expected a JSON object of CLINC150 splits"));
+  CHECK(contains(error_message([&] { load_classification_data(options); }),
+                 "expected a JSON object of CLINC150 splits"));
   options.path = tmp / "missing.json";
-  CHECK(error_of([&] { load_classification_data(options); }) == options.path + ": no such file");
+  CHECK(error_message([&] { load_classification_data(options); }) == options.path + ": no such file");
   options.path = tmp.path.string();
-  CHECK(error_of([&] { load_classification_data(options); }) == options.path + ": not a regular file");
+  CHECK(error_message([&] { load_classification_data(options); }) == options.path + ": not a regular file");
 }
 
 // ---------------------------------------------------------------------------------------------------------- CSV/TSV
@@ -256,15 +250,15 @@ TEST_CASE("csv/tsv: malformed rows and headers") {
   CHECK(result.issues[4].message() == path + ":8: unterminated quoted field (opened on line 8)");
 
   options.on_error = OnError::fail;
-  CHECK(error_of([&] { load_classification_data(options); }) == result.issues[0].message());
+  CHECK(error_message([&] { load_classification_data(options); }) == result.issues[0].message());
 
   options.format = DataFormat::csv;  // the header has no ',' so it is one column named "text\tlabel"
-  CHECK(error_of([&] { load_classification_data(options); }) ==
+  CHECK(error_message([&] { load_classification_data(options); }) ==
         path + ":1: the header has no column 'text' (it has 'text\tlabel')");
   options.path = write_file(tmp / "empty.csv", "");
-  CHECK(contains(error_of([&] { load_classification_data(options); }), options.path + ": empty file"));
+  CHECK(contains(error_message([&] { load_classification_data(options); }), options.path + ": empty file"));
   options.path = write_file(tmp / "header.csv", "sentence,intent\nhi,greet\n");
-  CHECK(contains(error_of([&] { load_classification_data(options); }), "no column 'text'"));
+  CHECK(contains(error_message([&] { load_classification_data(options); }), "no column 'text'"));
   options.text_field = "sentence";
   options.label_field = "intent";
   CHECK(load_classification_data(options).examples.at(0).label == "greet");
@@ -321,7 +315,7 @@ TEST_CASE("jsonl: text or input_ids, string or int labels, every issue type") {
   CHECK(known.issues.back().message() == path + ":14: unknown label 'emoji' (not among the 2 training labels)");
 
   options.on_error = OnError::fail;
-  CHECK(error_of([&] { load_classification_data(options); }) == expected[0]);
+  CHECK(error_message([&] { load_classification_data(options); }) == expected[0]);
 }
 
 TEST_CASE("label set: sorted, deterministic ids") {
@@ -329,18 +323,18 @@ TEST_CASE("label set: sorted, deterministic ids") {
   CHECK(labels.labels() == std::vector<std::string>{"10", "9", "alarm", "oos", "weather"});
   CHECK(labels.id("alarm") == 2);
   CHECK(labels.name(4) == "weather");
-  CHECK(contains(error_of([&] { labels.id("timer"); }), "unknown label 'timer'"));
-  CHECK(contains(error_of([&] { labels.name(5); }), "label id 5 out of range"));
+  CHECK(contains(error_message([&] { labels.id("timer"); }), "unknown label 'timer'"));
+  CHECK(contains(error_message([&] { labels.name(5); }), "label id 5 out of range"));
 }
 
 TEST_CASE("a number past the range of double is bad JSON, not an escaping exception (found by fuzzing)") {
   TempDir tmp;
   const std::string clinc = write_file(tmp / "overflow.json", "{\"train\": [[\"a\", \"b\"]], \"val\": 1e999}");
-  CHECK(error_of([&] { load_classification_data(options_for(DataFormat::clinc150, clinc)); }) ==
+  CHECK(error_message([&] { load_classification_data(options_for(DataFormat::clinc150, clinc)); }) ==
         clinc + ": invalid JSON: number overflow parsing '1e999'");
   const std::string long_number = "{\"data\": " + std::string(500, '9') + "e999}";
   const std::string squad = write_file(tmp / "overflow_squad.json", long_number);
-  const std::string message = error_of([&] { load_squad(squad); });
+  const std::string message = error_message([&] { load_squad(squad); });
   CHECK(contains(message, squad + ": invalid JSON: number overflow parsing '999"));
   CHECK(message.size() < squad.size() + 250);  // the number is not echoed whole
   const std::string jsonl =
@@ -355,9 +349,9 @@ TEST_CASE("a data file nesting a million arrays is refused while it is parsed, n
   TempDir tmp;
   const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
   const std::string squad = write_file(tmp / "deep_squad.json", "{\"data\": " + deep + "}");
-  CHECK(error_of([&] { load_squad(squad); }) == squad + ": invalid JSON: nested deeper than 100 levels");
+  CHECK(error_message([&] { load_squad(squad); }) == squad + ": invalid JSON: nested deeper than 100 levels");
   const std::string clinc = write_file(tmp / "deep.json", deep);
-  CHECK(error_of([&] { load_classification_data(options_for(DataFormat::clinc150, clinc)); }) ==
+  CHECK(error_message([&] { load_classification_data(options_for(DataFormat::clinc150, clinc)); }) ==
         clinc + ": invalid JSON: nested deeper than 100 levels");
   // 100 levels (the object and 99 arrays in it) are the bound, not an error
   const std::string ok = write_file(tmp / "ok.json", "{\"train\": [[\"a\", \"b\"]], \"x\": " + std::string(99, '[') +
@@ -425,8 +419,8 @@ TEST_CASE("conll: sentences by blank lines, the tag in the last column, every is
       path + ":14: invalid UTF-8 (the sentence is skipped)"};
   REQUIRE(d.issues.size() == expected.size());
   for (size_t k = 0; k < expected.size(); ++k) CHECK(d.issues[k].message() == expected[k]);
-  CHECK(error_of([&] { load_conll(path, OnError::fail); }) == expected[0]);
-  CHECK(contains(error_of([&] { load_conll(tmp / "missing.conll", OnError::skip); }), "missing.conll"));
+  CHECK(error_message([&] { load_conll(path, OnError::fail); }) == expected[0]);
+  CHECK(contains(error_message([&] { load_conll(tmp / "missing.conll", OnError::skip); }), "missing.conll"));
 }
 
 TEST_CASE("conll: entities are conlleval's chunks, scored by span and type") {
@@ -512,7 +506,7 @@ TEST_CASE("squad: CMRC 2018 trial's UTF-16 offsets are found and reported, never
           }) == 1);
     CHECK(std::none_of(cmrc.train.begin(), cmrc.train.end(), [&](const QaExample& q) { return q.id == id; }));
   }
-  CHECK(contains(error_of([&] { load_squad(path, OnError::fail); }), "TRIAL_210_QUERY_0"));
+  CHECK(contains(error_message([&] { load_squad(path, OnError::fail); }), "TRIAL_210_QUERY_0"));
 }
 
 TEST_CASE("squad: code-point offsets in multi-byte contexts, structure issues") {
@@ -585,9 +579,9 @@ TEST_CASE("squad: code-point offsets in multi-byte contexts, structure issues") 
   CHECK(messages.size() == expected.size());
   for (size_t k = 0; k < std::min(messages.size(), expected.size()); ++k) CHECK(messages[k] == expected[k]);
 
-  CHECK(error_of([&] { load_squad(path, OnError::fail); }) == expected[0]);
+  CHECK(error_message([&] { load_squad(path, OnError::fail); }) == expected[0]);
   const std::string no_data = write_file(tmp / "no_data.json", "{\"version\": \"1.1\"}");
-  CHECK(error_of([&] { load_squad(no_data); }) ==
+  CHECK(error_message([&] { load_squad(no_data); }) ==
         no_data + ":1: expected a top-level object with a \"data\" list (SQuAD v1.1 schema)");
 }
 
@@ -646,7 +640,7 @@ TEST_CASE("squad metric: EM and F1 on hand-made cases") {
   const SquadScore partial = evaluate_squad({q}, {{"q1", "Denver won"}});
   CHECK(partial.exact_match == 0.0);
   CHECK(partial.f1 == doctest::Approx(50.0));  // "denver won" shares one of two tokens with two golds
-  CHECK(contains(error_of([] { evaluate_squad({}, {}); }), "no gold questions"));
+  CHECK(contains(error_message([] { evaluate_squad({}, {}); }), "no gold questions"));
 }
 
 TEST_CASE("squad metric: whole dev halves against the official script") {
@@ -753,10 +747,10 @@ TEST_CASE("squad metric: predictions file") {
   const std::string text = read_file_bytes(path);
   CHECK(contains(text, "Zürich"));  // UTF-8, not \u-escaped
   CHECK(nlohmann::json::parse(text).get<std::map<std::string, std::string>>() == predictions);
-  CHECK(contains(error_of([&] {
+  CHECK(contains(error_message([&] {
                    write_predictions_json(path, {{"q9", "caf\xC3"}});
                  }),
                  "question q9 is not valid UTF-8"));
-  CHECK(contains(error_of([&] { write_predictions_json(tmp / "no/such/dir.json", predictions); }),
+  CHECK(contains(error_message([&] { write_predictions_json(tmp / "no/such/dir.json", predictions); }),
                  "cannot open for writing"));
 }

@@ -16,6 +16,7 @@
 #include "framework/safetensors.h"
 #include "models/head_pruning.h"
 #include "models/task_heads.h"
+#include "tests/error_message.h"
 #include "tests/repo_files.h"
 #include "tests/tiny_run.h"
 #include "train/run/trainer.h"
@@ -74,12 +75,7 @@ void copy_dir(const std::string& from, const std::string& to) {
 
 // The message of the hr::Error an import throws ("" when it succeeds).
 std::string import_error(const std::string& dir, const std::string& out, const std::string& task = "") {
-  try {
-    import_hf_bert({dir, out, task, ""});
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return hr::testing::error_message([&] { import_hf_bert({dir, out, task, ""}); });
 }
 
 // A copy of a fixture whose model.safetensors `edit` changed.

@@ -7,6 +7,7 @@
 
 #include "framework/config.h"
 #include "models/encoder_model.h"
+#include "tests/error_message.h"
 #include "tests/repo_files.h"
 
 using namespace hr;
@@ -15,12 +16,8 @@ namespace {
 
 // The message of the ConfigError that building `yaml`'s model block throws ("" when it builds).
 std::string build_error(const std::string& yaml) {
-  try {
-    build_model(Config::parse(yaml, "model.yaml").child("model"), {1000, 10});
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  return hr::testing::error_message<ConfigError>(
+      [&] { build_model(Config::parse(yaml, "model.yaml").child("model"), {1000, 10}); });
 }
 
 void expect_error(const std::string& yaml, std::initializer_list<const char*> parts) {

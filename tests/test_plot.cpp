@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 
+#include "tests/error_message.h"
 #include "tests/temp_dir.h"
 #include "framework/regular_file.h"
 #include "kernels/base/error.h"
@@ -16,6 +17,7 @@
 
 namespace fs = std::filesystem;
 using namespace hr;
+using hr::testing::error_message;
 using hr::testing::TempDir;
 using Color = std::array<uint8_t, 3>;
 
@@ -69,16 +71,6 @@ std::string show(Color c) {
     const Color a_ = (actual), e_ = (expected);                            \
     CHECK_MESSAGE(near(a_, e_), show(a_) << " is not " << show(e_));       \
   } while (0)
-
-template <class F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 const Color kViridisBottom = {0x44, 0x01, 0x54}, kViridisMiddle = {0x21, 0x91, 0x8c}, kViridisTop = {0xfd, 0xe7, 0x25};
 const Color kWhite = {255, 255, 255};

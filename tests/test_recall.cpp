@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "framework/config.h"
+#include "tests/error_message.h"
 #include "tests/tiny_run.h"
 #include "train/data/recall_data.h"
 #include "train/run/run_config.h"
@@ -54,12 +55,7 @@ RecallOptions small(int64_t hops) {
 }
 
 std::string error_reading(const std::string& yaml) {
-  try {
-    read_run_config(Config::parse(yaml, "run.yaml"), "run");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  return hr::testing::error_message<ConfigError>([&] { read_run_config(Config::parse(yaml, "run.yaml"), "run"); });
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "framework/config.h"
 #include "models/encoder_model.h"
+#include "tests/error_message.h"
 #include "tests/repo_files.h"
 #include "train/run/run_config.h"
 #include "train/tasks/classification_task.h"
@@ -20,12 +21,7 @@ namespace {
 
 // The message of the ConfigError that reading `yaml` throws ("" when it throws none).
 std::string error_reading(const std::string& yaml) {
-  try {
-    read_run_config(Config::parse(yaml, "run.yaml"), "run");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  return hr::testing::error_message<ConfigError>([&] { read_run_config(Config::parse(yaml, "run.yaml"), "run"); });
 }
 
 std::string squad_data() {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/error_message.h"
 #include "tests/repo_files.h"
 #include "tests/temp_dir.h"
 #include "framework/atomic_file.h"
@@ -20,6 +21,7 @@
 namespace fs = std::filesystem;
 using namespace hr;
 using hr::testing::fixture;
+using hr::testing::error_message;
 using hr::testing::TempDir;
 using hr::testing::write_file;
 
@@ -48,17 +50,6 @@ void check_read_error(const std::string& path, const std::string& expected) {
   CHECK_MESSAGE(!message.empty(), "no error reading " << path);
   CHECK(message.find(path) != std::string::npos);
   CHECK(message.find(expected) != std::string::npos);
-}
-
-// The message of the hr::Error that `f` throws ("" when it throws none).
-template <class F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }

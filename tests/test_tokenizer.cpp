@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/error_message.h"
 #include "tests/repo_files.h"
 #include "tests/temp_dir.h"
 #include "kernels/base/error.h"
@@ -24,6 +25,7 @@
 #include "train/tokenizer/wordpiece_trainer.h"
 
 using namespace hr;
+using hr::testing::error_message;
 using hr::testing::repo_path;
 
 // Readable failure messages for the vectors compared below.
@@ -86,15 +88,6 @@ std::filesystem::path temp_path(const std::string& name) {
 }
 std::filesystem::path temp_file(const std::string& name, const std::string& content) {
   return hr::testing::write_file(temp_path(name), content);
-}
-
-std::string error_of(const auto& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 using Offsets = std::vector<Offset>;
@@ -211,16 +204,17 @@ TEST_CASE("vocab: real BERT files, '\\n'-only lines, special ids") {
 
 TEST_CASE("vocab: errors name the file and line; '\\r' is stripped; save/load round trip") {
   const auto dup = temp_file("dup.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\nworld\nhello\n");
-  const std::string msg = error_of([&] { Vocab::load(dup.string()); });
+  const std::string msg = error_message([&] { Vocab::load(dup.string()); });
   CHECK(msg.find(dup.string()) != std::string::npos);
   CHECK(msg.find(":7:") != std::string::npos);
   CHECK(msg.find("duplicate token 'hello'") != std::string::npos);
 
   const auto no_cls = temp_file("nocls.txt", "[PAD]\n[UNK]\n[SEP]\n");
-  const std::string msg2 = error_of([&] { Vocab::load(no_cls.string()); });
+  const std::string msg2 = error_message([&] { Vocab::load(no_cls.string()); });
   CHECK(msg2.find(no_cls.string()) != std::string::npos);
   CHECK(msg2.find("[CLS]") != std::string::npos);
-  CHECK(error_of([] { Vocab::load("/nonexistent/vocab.txt"); }).find("/nonexistent/vocab.txt") != std::string::npos);
+  CHECK(error_message([] { Vocab::load("/nonexistent/vocab.txt"); }).find("/nonexistent/vocab.txt") !=
+        std::string::npos);
 
   const auto crlf = temp_file("crlf.txt", "[PAD]\r\n[UNK]\r\n[CLS]\r\n[SEP]\r\nx\xE2\x80\xA8y\r\n");
   const Vocab v = Vocab::load(crlf.string());
