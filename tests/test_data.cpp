@@ -19,6 +19,7 @@
 #include "train/data/classification_data.h"
 #include "train/data/cmrc_metric.h"
 #include "train/data/conll_data.h"
+#include "train/data/json_line.h"
 #include "train/data/squad_data.h"
 #include "train/data/squad_metric.h"
 #include "train/data/utf8_codepoints.h"
@@ -357,6 +358,19 @@ TEST_CASE("a data file nesting a million arrays is refused while it is parsed, n
   const std::string ok = write_file(tmp / "ok.json", "{\"train\": [[\"a\", \"b\"]], \"x\": " + std::string(99, '[') +
                                                   std::string(99, ']') + "}");
   CHECK(load_classification_data(options_for(DataFormat::clinc150, ok)).examples.size() == 1);
+}
+
+TEST_CASE("stdin read as JSONL (embed, tokenize): the text of a line, nothing for a blank one, a bad one named") {
+  CHECK(stdin_jsonl_text("{\"text\": \"play a song\", \"id\": 7}", 1) == "play a song");
+  CHECK_FALSE(stdin_jsonl_text(" \t\r", 2).has_value());
+  const auto usage_error = [](std::string_view line) {
+    return error_message<UsageError>([&] { stdin_jsonl_text(line, 3); });
+  };
+  CHECK(usage_error("{\"text\": 1}") == "stdin line 3: expected a JSON object with a string \"text\"");
+  CHECK(usage_error("[\"a\"]") == "stdin line 3: expected a JSON object with a string \"text\"");
+  CHECK(usage_error("{\"text\": \"a\"") ==
+        "stdin line 3: invalid JSON (at column 13); expected a JSON object with a string \"text\"");
+  CHECK(usage_error(std::string(200, '[')).find("stdin line 3: JSON nested deeper than 100 levels") == 0);
 }
 
 TEST_CASE("loaders never crash on binary garbage") {

@@ -765,6 +765,20 @@ TEST_CASE("headroom tokenize and embed: the run's ids, hidden states of padded b
               quote(d / (std::string(pooling) + ".safetensors")) + " < " + quote(d / "texts.txt"));
     REQUIRE_MESSAGE(r.code == 0, r.output);
   }
+  // --jsonl: each line's "text", blank lines skipped; a line without one stops the command naming it
+  write_file(d / "texts.jsonl", "{\"text\": \"Paris\", \"id\": 1}\n\n{\"text\": \"where was the king born?\"}\n");
+  r = shell(hr + " embed --run " + quote(d / "run") + " --jsonl --pooling cls --out " + quote(d / "j.safetensors") +
+            " < " + quote(d / "texts.jsonl"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(read_safetensors(d / "j.safetensors").tensors.at("embeddings").shape == std::vector<int64_t>{2, 32});
+  write_file(d / "bad.jsonl", "{\"text\": \"Paris\"}\n\n{\"txt\": \"Paris\"}\n");
+  for (const std::string& command : {std::string("tokenize"), "embed --out " + quote(d / "bad.safetensors")}) {
+    r = shell(hr + " " + command + " --run " + quote(d / "run") + " --jsonl < " + quote(d / "bad.jsonl"));
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.output.find("stdin line 3: expected a JSON object with a string \"text\"") != std::string::npos,
+                  r.output);
+  }
+  CHECK_FALSE(fs::exists(d / "bad.safetensors"));
   // each text alone, in process
   import_hf_bert({hf_fixture("bert_tiny_cls"), d / "cls", "", ""});  // the same encoder, with its classifier
   LoadedRun run = load_run(d / "cls", "best", /*load_data=*/false);

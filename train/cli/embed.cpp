@@ -39,15 +39,9 @@ std::vector<std::string> read_texts(bool jsonl) {
     ++line_no;
     if (!jsonl) {
       texts.push_back(line);
-      continue;
+    } else if (std::optional<std::string> text = stdin_jsonl_text(line, line_no)) {
+      texts.push_back(std::move(*text));
     }
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const JsonLine parsed = parse_json_line(line);
-    const nlohmann::json& j = parsed.value;
-    if (!j.is_object() || !j.contains("text") || !j.at("text").is_string())
-      throw UsageError("stdin line " + std::to_string(line_no) + ": " +
-                       parsed.why_not("expected a JSON object with a string \"text\""));
-    texts.push_back(j.at("text").get<std::string>());
   }
   return texts;
 }

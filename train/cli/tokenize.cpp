@@ -35,13 +35,9 @@ int tokenize_command(const TokenizeArgs& a) {
     ++line_no;
     std::string text = line;
     if (a.jsonl) {
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      const JsonLine parsed = parse_json_line(line);
-      const nlohmann::json& j = parsed.value;
-      if (!j.is_object() || !j.contains("text") || !j.at("text").is_string())
-        throw UsageError("stdin line " + std::to_string(line_no) + ": " +
-                         parsed.why_not("expected a JSON object with a string \"text\""));
-      text = j.at("text").get<std::string>();
+      std::optional<std::string> t = stdin_jsonl_text(line, line_no);
+      if (!t) continue;
+      text = std::move(*t);
     }
     std::vector<int32_t> ids = tok.encode(text).ids;
     if (a.special) {

@@ -1,6 +1,7 @@
 #include "train/data/json_line.h"
 
 #include "framework/bounded_json.h"
+#include "kernels/base/error.h"
 
 namespace hr {
 
@@ -18,6 +19,16 @@ JsonLine parse_json_line(std::string_view line) {
   }
   if (!r.problem.empty()) r.value = json(json::value_t::discarded);
   return r;
+}
+
+std::optional<std::string> stdin_jsonl_text(std::string_view line, int64_t line_no) {
+  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return std::nullopt;
+  const JsonLine parsed = parse_json_line(line);
+  const nlohmann::json& j = parsed.value;
+  if (!j.is_object() || !j.contains("text") || !j.at("text").is_string())
+    throw UsageError("stdin line " + std::to_string(line_no) + ": " +
+                     parsed.why_not("expected a JSON object with a string \"text\""));
+  return j.at("text").get<std::string>();
 }
 
 }  // namespace hr

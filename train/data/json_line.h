@@ -3,7 +3,9 @@
 // usual.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,5 +23,9 @@ struct JsonLine {
 
 // Never throws on bad input: a syntax error, a number past double's range or too deep a nesting is a `problem`.
 JsonLine parse_json_line(std::string_view line);
+
+// The "text" of line `line_no` of stdin read as JSONL (`embed --jsonl`, `tokenize --jsonl`): nothing for a blank line,
+// a UsageError naming the line when it is not a JSON object with a string "text".
+std::optional<std::string> stdin_jsonl_text(std::string_view line, int64_t line_no);
 
 }  // namespace hr
