@@ -1,13 +1,11 @@
 // Dataset loaders and the SQuAD v1.1 metric: real files from data/, hand-made bad files for every issue
 // type, and metric values computed with the official evaluate-v1.1.py functions (Python 3) on the same inputs.
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -33,7 +31,6 @@ using hr::testing::write_file;
 namespace fs = std::filesystem;
 
 namespace {
-
 
 std::string line_of_file(const std::string& path, int64_t line) {
   std::ifstream in(path, std::ios::binary);
@@ -149,17 +146,17 @@ TEST_CASE("clinc150: real split sizes, labels and line numbers") {
 TEST_CASE("clinc150: malformed rows, bad files") {
   TempDir tmp;
   const std::string path = write_file(tmp / "bad.json",
-                                     "{\n"
-                                     "  \"train\": [\n"
-                                     "    [\"book a flight\", \"book_flight\"],\n"
-                                     "    [\"only text\"],\n"
-                                     "    [\"text\", 7],\n"
-                                     "    [\"   \", \"greeting\"],\n"
-                                     "    \"not a pair\",\n"
-                                     "    [\"hello there\", \"\"],\n"
-                                     "    [\"what is my balance\", \"balance\"]\n"
-                                     "  ]\n"
-                                     "}\n");
+                                      "{\n"
+                                      "  \"train\": [\n"
+                                      "    [\"book a flight\", \"book_flight\"],\n"
+                                      "    [\"only text\"],\n"
+                                      "    [\"text\", 7],\n"
+                                      "    [\"   \", \"greeting\"],\n"
+                                      "    \"not a pair\",\n"
+                                      "    [\"hello there\", \"\"],\n"
+                                      "    [\"what is my balance\", \"balance\"]\n"
+                                      "  ]\n"
+                                      "}\n");
   ClassificationDataOptions options = options_for(DataFormat::clinc150, path);
   const LoadResult result = load_classification_data(options);
   REQUIRE(result.examples.size() == 2);
@@ -202,15 +199,15 @@ TEST_CASE("clinc150: malformed rows, bad files") {
 TEST_CASE("csv: RFC 4180 quoting, line numbers of multi-line records") {
   TempDir tmp;
   const std::string path = write_file(tmp / "data.csv",
-                                     "id,text,label\r\n"
-                                     "1,\"hello, world\",greet\r\n"
-                                     "2,\"she said \"\"hi\"\"\",greet\r\n"
-                                     "3,\"two\nlines\",multi\r\n"
-                                     "\r\n"
-                                     "4,plain text,\"quoted label\"\r\n"
-                                     "5,\"\",empty\n"
-                                     "6,ends with delimiter,\n"
-                                     "7,caf\xC3\xA9 \xE4\xB8\xAD,unicode");
+                                      "id,text,label\r\n"
+                                      "1,\"hello, world\",greet\r\n"
+                                      "2,\"she said \"\"hi\"\"\",greet\r\n"
+                                      "3,\"two\nlines\",multi\r\n"
+                                      "\r\n"
+                                      "4,plain text,\"quoted label\"\r\n"
+                                      "5,\"\",empty\n"
+                                      "6,ends with delimiter,\n"
+                                      "7,caf\xC3\xA9 \xE4\xB8\xAD,unicode");
   const LoadResult result = load_classification_data(options_for(DataFormat::csv, path));
   REQUIRE(result.examples.size() == 5);
   CHECK(result.examples[0].text == "hello, world");
@@ -230,15 +227,15 @@ TEST_CASE("csv: RFC 4180 quoting, line numbers of multi-line records") {
 TEST_CASE("csv/tsv: malformed rows and headers") {
   TempDir tmp;
   const std::string path = write_file(tmp / "bad.tsv",
-                                     "\xEF\xBB\xBFtext\tlabel\n"
-                                     "good row\tyes\n"
-                                     "too\tmany\tcolumns\n"
-                                     "too few\n"
-                                     "bad \xFF byte\tno\n"
-                                     "\"quoted\" tail\tno\n"
-                                     "\"tab\tinside\"\tyes\n"
-                                     "\"never closed\tno\n"
-                                     "swallowed\tno\n");
+                                      "\xEF\xBB\xBFtext\tlabel\n"
+                                      "good row\tyes\n"
+                                      "too\tmany\tcolumns\n"
+                                      "too few\n"
+                                      "bad \xFF byte\tno\n"
+                                      "\"quoted\" tail\tno\n"
+                                      "\"tab\tinside\"\tyes\n"
+                                      "\"never closed\tno\n"
+                                      "swallowed\tno\n");
   ClassificationDataOptions options = options_for(DataFormat::tsv, path);
   const LoadResult result = load_classification_data(options);
   REQUIRE(result.examples.size() == 2);
@@ -270,20 +267,20 @@ TEST_CASE("csv/tsv: malformed rows and headers") {
 TEST_CASE("jsonl: text or input_ids, string or int labels, every issue type") {
   TempDir tmp;
   const std::string path = write_file(tmp / "data.jsonl",
-                                     "{\"text\": \"turn on the lights\", \"label\": \"lights_on\"}\n"
-                                     "{\"input_ids\": [101, 7592, 102], \"label\": 3}\n"
-                                     "\n"
-                                     "{\"text\": \"no label\"}\n"
-                                     "{\"text\": \"float label\", \"label\": 1.5}\n"
-                                     "{\"text\": 12, \"label\": \"x\"}\n"
-                                     "{\"input_ids\": [1, -2], \"label\": \"x\"}\n"
-                                     "{\"input_ids\": [], \"label\": \"x\"}\n"
-                                     "{\"text\": \"t\", \"input_ids\": [1], \"label\": \"x\"}\n"
-                                     "{\"text\": \"broken\", \n"
-                                     "{\"text\": \"bad \xC3\x28\", \"label\": \"x\"}\n"
-                                     "[\"not\", \"an object\"]\n"
-                                     "{\"text\": \"\", \"label\": \"x\"}\n"
-                                     "{\"text\": \"ok \xF0\x9F\x98\x80\", \"label\": \"emoji\"}\r\n");
+                                      "{\"text\": \"turn on the lights\", \"label\": \"lights_on\"}\n"
+                                      "{\"input_ids\": [101, 7592, 102], \"label\": 3}\n"
+                                      "\n"
+                                      "{\"text\": \"no label\"}\n"
+                                      "{\"text\": \"float label\", \"label\": 1.5}\n"
+                                      "{\"text\": 12, \"label\": \"x\"}\n"
+                                      "{\"input_ids\": [1, -2], \"label\": \"x\"}\n"
+                                      "{\"input_ids\": [], \"label\": \"x\"}\n"
+                                      "{\"text\": \"t\", \"input_ids\": [1], \"label\": \"x\"}\n"
+                                      "{\"text\": \"broken\", \n"
+                                      "{\"text\": \"bad \xC3\x28\", \"label\": \"x\"}\n"
+                                      "[\"not\", \"an object\"]\n"
+                                      "{\"text\": \"\", \"label\": \"x\"}\n"
+                                      "{\"text\": \"ok \xF0\x9F\x98\x80\", \"label\": \"emoji\"}\r\n");
   ClassificationDataOptions options = options_for(DataFormat::jsonl, path);
   const LoadResult result = load_classification_data(options);
   REQUIRE(result.examples.size() == 3);
@@ -356,7 +353,7 @@ TEST_CASE("a data file nesting a million arrays is refused while it is parsed, n
         clinc + ": invalid JSON: nested deeper than 100 levels");
   // 100 levels (the object and 99 arrays in it) are the bound, not an error
   const std::string ok = write_file(tmp / "ok.json", "{\"train\": [[\"a\", \"b\"]], \"x\": " + std::string(99, '[') +
-                                                  std::string(99, ']') + "}");
+                                                       std::string(99, ']') + "}");
   CHECK(load_classification_data(options_for(DataFormat::clinc150, ok)).examples.size() == 1);
 }
 
@@ -403,24 +400,24 @@ TEST_CASE("loaders never crash on binary garbage") {
 TEST_CASE("conll: sentences by blank lines, the tag in the last column, every issue with its file and line") {
   TempDir tmp;
   const std::string path = write_file(tmp / "ner.conll",
-                                     "-DOCSTART- -X- -X- O\n"
-                                     "\n"
-                                     "EU NNP B-NP B-ORG\n"
-                                     "rejects VBZ B-VP O\r\n"
-                                     "German\tB-MISC\n"
-                                     " \t\n"                   // white space alone ends a sentence too
-                                     "Peter B-PER\n"
-                                     "Blackburn\n"              // 8: no tag
-                                     "says O\n"
-                                     "\n"
-                                     "in O\n"
-                                     "Rome S-LOC\n"             // 12: not IOB
-                                     "\n"
-                                     "bad \xC3\x28 O\n"         // 14
-                                     "\n"
-                                     "Lily I-PER\n"
-                                     "Allen I-PER");             // no final newline
-  const ConllData d = load_conll(path, OnError::skip);
+                                      "-DOCSTART- -X- -X- O\n"
+                                      "\n"
+                                      "EU NNP B-NP B-ORG\n"
+                                      "rejects VBZ B-VP O\r\n"
+                                      "German\tB-MISC\n"
+                                      " \t\n"                   // white space alone ends a sentence too
+                                      "Peter B-PER\n"
+                                      "Blackburn\n"              // 8: no tag
+                                      "says O\n"
+                                      "\n"
+                                      "in O\n"
+                                      "Rome S-LOC\n"             // 12: not IOB
+                                      "\n"
+                                      "bad \xC3\x28 O\n"         // 14
+                                      "\n"
+                                      "Lily I-PER\n"
+                                      "Allen I-PER");             // no final newline
+                                      const ConllData d = load_conll(path, OnError::skip);
   REQUIRE(d.sentences.size() == 2);
   CHECK(d.sentences[0].words == std::vector<std::string>{"EU", "rejects", "German"});
   CHECK(d.sentences[0].tags == std::vector<std::string>{"B-ORG", "O", "B-MISC"});

@@ -19,6 +19,7 @@ namespace fs = std::filesystem;
 using namespace hr;
 using hr::testing::error_message;
 using hr::testing::TempDir;
+using hr::testing::write_file;
 using Color = std::array<uint8_t, 3>;
 
 namespace {
@@ -320,7 +321,7 @@ TEST_CASE("in-memory PNGs: the same bytes as the files, a smaller grid by max_si
   CHECK(l.cell == 26);
   CHECK(l.show_labels);
   const std::string bytes = heatmap_grid_png(g);
-  std::ofstream(tmp / "grid.png", std::ios::binary) << bytes;
+  write_file(tmp / "grid.png", bytes);
   CHECK(png_size(tmp / "grid.png") == std::pair{574 + 24 * 26, 360 + 18 * 26});
   CHECK(error_message([&] { heatmap_grid_png(HeatmapGrid{}); }).find("heatmap grid ''") == 0);
 }
@@ -344,7 +345,7 @@ TEST_CASE("line plot: a small plot without legend, faint lines without markers, 
   CHECK(f.right == 640 - 24);
   CHECK(f.y_ticks == std::vector<double>{1, 2, 3, 4});  // 10 .. 10000 around 12 .. 3000
   CHECK(f.py(100) == doctest::Approx((f.py(10) + f.py(1000)) / 2));
-  std::ofstream(tmp / "ppl.png", std::ios::binary) << line_plot_png(plot);
+  write_file(tmp / "ppl.png", line_plot_png(plot));
   CHECK(png_size(tmp / "ppl.png") == std::pair{640, 400});
   Image img(tmp / "ppl.png");
   // no marker at a point: the faint line's colour is a light blue, far from the opaque series colour
@@ -375,7 +376,7 @@ TEST_CASE("time heatmap: size rule, columns span the midpoints, rows grouped") {
   CHECK(l.width == 900);
   CHECK(l.group_y == std::vector<int>{16 + 36, 16 + 36 + 2 * 22 + 14});
   CHECK(l.height == 16 + 36 + 5 * 22 + 14 + 56 + 16);
-  std::ofstream(tmp / "t.png", std::ios::binary) << time_heatmap_png(m);
+  write_file(tmp / "t.png", time_heatmap_png(m));
   CHECK(png_size(tmp / "t.png") == std::pair{l.width, l.height});
   Image img(tmp / "t.png");
   // x spans 50 .. 500 (half a step beyond the ends): column edges at 50, 150, 300, 500
@@ -417,18 +418,14 @@ TEST_CASE("headroom plot: a table's columns as a line per series; errors name th
   auto run = [&](const std::string& args) {
     return std::system(("'" + std::string(build) + "/headroom' plot " + args + " >/dev/null 2>&1").c_str());
   };
-  auto write = [&](const std::string& name, const std::string& text) {
-    std::ofstream(tmp / name) << text;
-    return std::string(tmp / name);
-  };
   // rows of two series interleaved, as a script appends them
-  const std::string table = write("curve.tsv",
-                                  "method\tkept\taccuracy\n"
-                                  "importance\t72\t95.2\n"
-                                  "gates\t72\t95.0\n"
-                                  "importance\t36\t94.4\n"
-                                  "gates\t36\t93.0\n"
-                                  "importance\t18\t80.0\n");
+  const std::string table = write_file(tmp / "curve.tsv",
+                                       "method\tkept\taccuracy\n"
+                                       "importance\t72\t95.2\n"
+                                       "gates\t72\t95.0\n"
+                                       "importance\t36\t94.4\n"
+                                       "gates\t36\t93.0\n"
+                                       "importance\t18\t80.0\n");
   const std::string png = tmp / "curve.png";
   REQUIRE(run("'" + table + "' --x kept --y accuracy --series method --title t --out '" + png + "'") == 0);
   CHECK(png_size(png) == std::pair{900, 600});
@@ -443,13 +440,13 @@ TEST_CASE("headroom plot: a table's columns as a line per series; errors name th
   CHECK_COLOR(img.at(int(f.px(36)), int(f.py(93.0))), tab_orange);  // gates
 
   CHECK(run("'" + table + "' --x kept --y nothing --out '" + png + "'") == 2 << 8);
-  CHECK(run("'" + write("bad.tsv", "kept\taccuracy\n1\t2\n3\tx\n") + "' --x kept --y accuracy --out '" + png + "'") ==
-        2 << 8);
-  CHECK(run("'" + write("ragged.tsv", "kept\taccuracy\n1\n") + "' --x kept --y accuracy --out '" + png + "'") ==
-        2 << 8);
+  const std::string bad = write_file(tmp / "bad.tsv", "kept\taccuracy\n1\t2\n3\tx\n");
+  CHECK(run("'" + bad + "' --x kept --y accuracy --out '" + png + "'") == 2 << 8);
+  const std::string ragged = write_file(tmp / "ragged.tsv", "kept\taccuracy\n1\n");
+  CHECK(run("'" + ragged + "' --x kept --y accuracy --out '" + png + "'") == 2 << 8);
   CHECK(run("'" + std::string(tmp / "none.tsv") + "' --x kept --y accuracy --out '" + png + "'") != 0);
   const std::string out = tmp / "msg.txt";
-  std::system(("'" + std::string(build) + "/headroom' plot '" + std::string(tmp / "bad.tsv") +
+  std::system(("'" + std::string(build) + "/headroom' plot '" + bad +
                "' --x kept --y accuracy --out '" + png + "' 2>'" + out + "'")
                   .c_str());
   CHECK(read_file_bytes(out).find("bad.tsv:3 column accuracy: 'x' is not a number") != std::string::npos);

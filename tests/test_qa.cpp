@@ -236,8 +236,8 @@ fs::path write_synthetic_squad(const fs::path& dir, int questions, unsigned seed
                                     {"answers", {{{"text", place}, {"answer_start", start}}}}}}}});
   }
   const fs::path path = dir / ("synthetic_" + std::to_string(seed) + ".json");
-  std::ofstream(path) << nlohmann::json{{"data", {{{"title", "synthetic"}, {"paragraphs", paragraphs}}}}}.dump();
-  return path;
+  const nlohmann::json squad = {{"data", {{{"title", "synthetic"}, {"paragraphs", paragraphs}}}}};
+  return hr::testing::write_file(path, squad.dump());
 }
 
 }  // namespace
