@@ -35,8 +35,8 @@ def permutation_p(a, b):
     def difference(x_sum):  # the mean of a split's first len(a) values minus the mean of the rest
         return x_sum / len(a) - (total - x_sum) / len(b)
     observed = abs(difference(sum(a)))
-    splits = list(itertools.combinations(pool, len(a)))
-    return sum(abs(difference(sum(x))) >= observed - 1e-9 for x in splits) / len(splits)
+    splits = itertools.combinations(pool, len(a))  # walked, not stored: 184,756 at 10 a side
+    return sum(abs(difference(sum(x))) >= observed - 1e-9 for x in splits) / math.comb(len(pool), len(a))
 
 
 def fisher_p(k_a, n_a, k_b, n_b):
