@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The head questions on pretrained encoders (issue #34, docs/heads-results.md): matched MLM pretraining runs that differ
 # only in their heads (1, 4, 8, 16 and 64 heads over the same 256 attention dimensions, so the same parameters; 8
-# narrower heads below and 4 wider above; talking heads on 8; second seeds of 8 and 64 for the seed-to-seed spread), every
-# pretrained model fine-tuned on CLINC150 over seeds and on bAbI task 1, the same layouts fine-tuned from scratch, what
-# the pretrained heads attend to, a pruning curve of a fine-tuned 8-head model, and the step time of each layout.
+# narrower heads below and 4 wider above; talking heads on 8; second seeds of 8, 64 and 16 for the seed-to-seed
+# spread), every pretrained model fine-tuned on CLINC150 over seeds and on bAbI task 1, the same layouts fine-tuned
+# from scratch, what the pretrained heads attend to, a pruning curve of a fine-tuned 8-head model, and the step time of
+# each layout.
 # Usage: scripts/pretrained-heads-experiments.sh OUT [PART ...]
 #   PART: pretrain finetune scratch roles prune speed table (default: all, in that order)
 # Resumable: an interrupted pretraining run is resumed (`train --resume`), a finished one (OUT/pretrain/NAME/complete)
@@ -37,6 +38,7 @@ arms=(
   "h8-seed1|$(uniform 8 32)|1"
   "h64|$(uniform 64 4)|0"
   "h64-seed1|$(uniform 64 4)|1"
+  "h16-seed1|$(uniform 16 16)|1"
 )
 name_of() { echo "${1%%|*}"; }
 layers_of() { local rest=${1#*|}; echo "${rest%|*}"; }

@@ -80,20 +80,21 @@ TEST_CASE("experiments: pretraining runs are skipped when complete and resumed w
   CHECK(fs::exists(d / "out/pretrain/h1/complete"));
   CHECK(!fs::exists(d / "out/pretrain/h4/complete"));
 
-  // again: h1 is not touched, h4 resumes from its checkpoint, the other seven arms start afresh
+  // again: h1 is not touched, h4 resumes from its checkpoint, the other eight arms start afresh
   r = run_script(d, "pretrain");
   REQUIRE_MESSAGE(r.code == 0, r.output);
   c = calls(d);
-  REQUIRE(c.size() == 8);
+  REQUIRE(c.size() == 9);
   CHECK(c[0] == "train --resume " + (d / "out/pretrain/h4") + " --quiet");
   CHECK(count(c, "out/pretrain/h1 ") == 0);
   CHECK(count(c, "--resume") == 1);
-  for (const char* arm : {"h8", "h16", "split", "talking", "h8-seed1", "h64", "h64-seed1"}) {
+  for (const char* arm : {"h8", "h16", "split", "talking", "h8-seed1", "h64", "h64-seed1", "h16-seed1"}) {
     CAPTURE(arm);
     CHECK(count(c, "--out " + (d / "out/pretrain/") + arm + " ") == 1);
     CHECK(fs::exists(d / "out/pretrain/" + arm + "/complete"));
   }
-  CHECK(count(c, "train.seed=1") == 2);
+  CHECK(count(c, "train.seed=1") == 3);
+  CHECK(count(c, "heads: 16, head_dim: 16") == 2);
   CHECK(count(c, "talking_heads: true") == 1);
   CHECK(count(c, "heads: 64, head_dim: 4") == 2);
   CHECK(count(c, "{repeat: 2, attention: {heads: 8, head_dim: 32}}, {repeat: 2, attention: {heads: 4, head_dim: 64}}") ==
