@@ -1,6 +1,7 @@
-// The resumable experiment script (scripts/pretrained-heads-experiments.sh) run against a stand-in for headroom that
-// records its calls: a finished run is never trained again, an interrupted one is resumed rather than restarted, and
-// a later part waits for the runs it builds on.
+// The experiment scripts. The resumable one (scripts/pretrained-heads-experiments.sh) run against a stand-in for
+// headroom that records its calls: a finished run is never trained again, an interrupted one is resumed rather than
+// restarted, and a later part waits for the runs it builds on. The statistics behind the seed comparisons in docs/
+// (scripts/compare_seeds.py) on cases computed by hand.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -174,4 +175,82 @@ TEST_CASE("experiments: ARMS picks the pretraining arms and their order; an unkn
   CHECK(calls(d).size() == 4);
   CHECK(count(calls(d), "heads: 8, head_dim: 32") == 4);
   CHECK(r.output.find("not pretrained yet") == std::string::npos);
+}
+
+namespace {
+
+// d/NAME/metrics.jsonl holding `rows`, one JSON object a line.
+void write_run(const TempDir& d, const std::string& name, const std::string& rows) {
+  fs::create_directories(d / name);
+  write_file(d / (name + "/metrics.jsonl"), rows);
+}
+
+Result compare_seeds(const std::string& args) {
+  return shell("python3 " + quote(repo_path("scripts/compare_seeds.py")) + " " + args);
+}
+
+}  // namespace
+
+TEST_CASE("compare_seeds.py: mean +- sd, Welch's t, the exact permutation p and Fisher's p of hand-computed cases") {
+  TempDir d;
+  // each run's last row with the metric counts: an earlier value and a later row without it are ignored
+  for (int i = 1; i <= 6; ++i)
+    write_run(d, std::to_string(i),
+              "{\"step\": 1, \"eval\": {\"exact_match\": 99}}\n\n{\"step\": 2, \"eval\": {\"exact_match\": " +
+                  std::to_string(i) + "}}\n{\"step\": 3, \"test\": {\"accuracy\": 0.5}}\n");
+  const std::string a = quote(d / "1") + " " + quote(d / "2") + " " + quote(d / "3");
+  const std::string b = quote(d / "4") + " " + quote(d / "5") + " " + quote(d / "6");
+
+  // 1 2 3 against 4 5 6: sd 1 a side; t = -3 / sqrt(1/3 + 1/3) with 4 degrees of freedom; of the 20 splits only the
+  // two that keep the sides apart reach a difference of 3; above 3.5 none of A and all of B: Fisher's p 2/20
+  Result r = compare_seeds("eval.exact_match " + a + " -- " + b + " --above 3.5");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(r.output.find("A: 2.00 +- 1.00 over 3 runs: 1.00, 2.00, 3.00") != std::string::npos);
+  CHECK(r.output.find("B: 5.00 +- 1.00 over 3 runs: 4.00, 5.00, 6.00") != std::string::npos);
+  CHECK(r.output.find("difference of means -3.00, Welch's t -3.67 (4.0 degrees of freedom)") != std::string::npos);
+  CHECK(r.output.find("(two-sided, 20 splits) 0.100") != std::string::npos);
+  CHECK(r.output.find("above 3.5: 0 of 3 against 3 of 3, Fisher's exact p (two-sided) 0.100") != std::string::npos);
+
+  // interleaved sides: 1 3 5 against 2 4 6, a difference of -1 that 14 of the 20 splits reach or exceed
+  r = compare_seeds("eval.exact_match " + quote(d / "1") + " " + quote(d / "3") + " " + quote(d / "5") + " -- " +
+                    quote(d / "2") + " " + quote(d / "4") + " " + quote(d / "6"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(r.output.find("difference of means -1.00, Welch's t -0.61 (4.0 degrees of freedom)") != std::string::npos);
+  CHECK(r.output.find("(two-sided, 20 splits) 0.700") != std::string::npos);
+  CHECK(r.output.find("above") == std::string::npos);
+
+  // another metric: the one row that has it
+  r = compare_seeds("test.accuracy " + quote(d / "1") + " " + quote(d / "2") + " -- " + quote(d / "3") + " " +
+                    quote(d / "4"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(r.output.find("A: 0.50 +- 0.00 over 2 runs") != std::string::npos);
+}
+
+TEST_CASE("compare_seeds.py: bad input is a usage error naming the file") {
+  TempDir d;
+  write_run(d, "a", "{\"eval\": {\"exact_match\": 1}}\n");
+  write_run(d, "b", "{\"eval\": {\"exact_match\": 2}}\n");
+  write_run(d, "c", "{\"eval\": {\"exact_match\": 3}}\n");
+  write_run(d, "bad", "{\"eval\": {\"exact_match\": 4}}\n{bad\n");
+  const std::string ab = quote(d / "a") + " " + quote(d / "b");
+
+  Result r = compare_seeds("eval.f1 " + ab + " -- " + ab);
+  CHECK(r.code == 2);
+  CHECK(r.output.find(d / "a/metrics.jsonl: no row has eval.f1") != std::string::npos);
+
+  r = compare_seeds("eval.exact_match " + ab + " -- " + quote(d / "c") + " " + quote(d / "missing"));
+  CHECK(r.code == 2);
+  CHECK(r.output.find(d / "missing/metrics.jsonl: No such file") != std::string::npos);
+
+  r = compare_seeds("eval.exact_match " + ab + " -- " + quote(d / "c") + " " + quote(d / "bad"));
+  CHECK(r.code == 2);
+  CHECK(r.output.find(d / "bad/metrics.jsonl:2: not JSON") != std::string::npos);
+
+  r = compare_seeds("eval.exact_match " + ab + " -- " + quote(d / "c"));
+  CHECK(r.code == 2);
+  CHECK(r.output.find("at least two runs a side") != std::string::npos);
+
+  r = compare_seeds("eval.exact_match " + ab + " " + quote(d / "c"));
+  CHECK(r.code == 2);
+  CHECK(r.output.find("Usage") != std::string::npos);
 }
