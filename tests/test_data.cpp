@@ -417,7 +417,7 @@ TEST_CASE("conll: sentences by blank lines, the tag in the last column, every is
                                       "\n"
                                       "Lily I-PER\n"
                                       "Allen I-PER");             // no final newline
-                                      const ConllData d = load_conll(path, OnError::skip);
+  const ConllData d = load_conll(path, OnError::skip);
   REQUIRE(d.sentences.size() == 2);
   CHECK(d.sentences[0].words == std::vector<std::string>{"EU", "rejects", "German"});
   CHECK(d.sentences[0].tags == std::vector<std::string>{"B-ORG", "O", "B-MISC"});
