@@ -85,11 +85,12 @@ std::string check_precision(Device d, Precision p, const std::string& where) {
     case Backend::Bf16::Native: return "";
     case Backend::Bf16::Emulated:
       return "warning: " + where + ": bf16 runs emulated on this " + device_name(d) + " (" + why +
-             ", without bf16 instructions): results are right but slower than f32 here";
+             ", without bf16 instructions): its products are bf16's, widened to f32 for f32 kernels, so it saves "
+             "memory but runs no faster than f32 here";
     case Backend::Bf16::None: break;
   }
   throw ConfigError(where + ": bf16 cannot run on this " + device_name(d) + " (" + why +
-                    "; bf16 needs AVX-512 on a CPU or compute capability 8.0 on a GPU): use precision f32");
+                    "; bf16 needs compute capability 8.0 on a GPU): use precision f32");
 }
 
 }  // namespace hr

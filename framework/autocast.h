@@ -64,9 +64,9 @@ Tensor to_bf16(const Tensor& x);
 int64_t weight_conversions();  // weight copies a scope made so far in this process (tests)
 }  // namespace autocast
 
-// Whether device d can run precision p. Throws ConfigError naming `where` when it cannot (bf16 on a CPU without
-// AVX-512, or a GPU before Ampere); returns a warning for the user when it runs but slower than f32 (bf16 emulated on
-// AVX-512 without its bf16 instructions), else "".
+// Whether device d can run precision p. Throws ConfigError naming `where` when it cannot (bf16 on a GPU before
+// Ampere); returns a warning for the user when it runs no faster than f32 (bf16 emulated on a CPU without bf16
+// instructions), else "".
 std::string check_precision(Device d, Precision p, const std::string& where);
 
 }  // namespace hr

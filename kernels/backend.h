@@ -124,8 +124,8 @@ class Backend {
   virtual void gemm(const GemmArgs& args) = 0;
   // The library's name for the kernel that runs `args` (oneDNN's impl_info_str, e.g. "brg:avx512_core_amx_bf16").
   virtual std::string gemm_implementation(const GemmArgs& args) = 0;
-  // How this device runs GemmInputs::BF16: natively, emulated (correct but slower than f32), or not at all; `why`
-  // gets the device's instruction set or architecture in words.
+  // How this device runs GemmInputs::BF16: natively, emulated (the same products without bf16 instructions: no faster
+  // than f32), or not at all; `why` gets the device's instruction set or architecture in words.
   enum class Bf16 : uint8_t { Native, Emulated, None };
   virtual Bf16 bf16_support(std::string* why) = 0;
   // y = x rounded to bfloat16 (round to nearest even; NaN stays NaN), stored as its 16 bits

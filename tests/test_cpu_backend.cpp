@@ -248,8 +248,8 @@ TEST_CASE("bf16 gemm: the product of the rounded inputs with f32 accumulation, w
 }
 
 // A gemm case run twice on bf16 inputs: into f32 C, and into bf16 C16 laid out alike; C16 must be C rounded, element
-// for element, and the padding and gaps between its matrices untouched.
-void check_bf16_result(const GemmCase& c) {
+// for element, and the padding and gaps between its matrices untouched. Through the backend or through `mm`.
+void check_bf16_result(const GemmCase& c, OneDnnMatmul* mm = nullptr) {
   CAPTURE(c.batch); CAPTURE(c.M); CAPTURE(c.N); CAPTURE(c.K); CAPTURE(c.transA); CAPTURE(c.transB);
   CAPTURE(c.outer); CAPTURE(c.bias); CAPTURE(c.gelu);
   const GemmLayout l = gemm_layout(c);
@@ -262,9 +262,13 @@ void check_bf16_result(const GemmCase& c) {
   g.inputs = GemmInputs::BF16, g.A = A16.data(), g.B = B16.data();
   g.bias = c.bias ? bias.data() : nullptr;
   g.C = C.data();
-  be().gemm(g);
+  const auto run = [&] {
+    if (mm) mm->run(g);
+    else be().gemm(g);
+  };
+  run();
   g.C = nullptr, g.C16 = C16.data();
-  be().gemm(g);
+  run();
   const std::vector<bool> inside = gemm_c_inside(c, l);
   for (size_t i = 0; i < C.size(); ++i) {
     const uint16_t want = inside[i] ? math::to_bf16(C[i]) : uint16_t{0xBEEF};
@@ -297,6 +301,47 @@ TEST_CASE("gemm: a bf16 result is the f32 result rounded, after bias and GELU" *
   CHECK_THROWS_WITH_AS(be().gemm(g), doctest::Contains("exactly one of C"), Error);
   g.C = nullptr, g.inputs = GemmInputs::F32;
   CHECK_THROWS_WITH_AS(be().gemm(g), doctest::Contains("bf16 result needs"), Error);
+}
+
+TEST_CASE("bf16 gemm widened to f32 (CPUs without bf16 instructions) and oneDNN's bf16 matmul: the same contract") {
+  CpuAllocator scratch;
+  OneDnnMatmul widened(scratch, std::nullopt, true), direct(scratch, std::nullopt, false);
+  // oneDNN multiplies bf16 itself from AVX-512 on; below it the widened path is the only one
+  const bool direct_runs = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core;
+  std::vector<OneDnnMatmul*> paths{&widened};
+  if (direct_runs) paths.push_back(&direct);
+  for (OneDnnMatmul* mm : paths) {
+    CAPTURE(mm == &widened);
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = (t & 1) != 0, tb = (t & 2) != 0;
+      run_gemm_case({1, 64, 48, 200, ta, tb, 0, false, false, 1.f, 0.f, false, true}, mm);
+      run_gemm_case({1, 17, 33, 130, ta, tb, 3, false, false, 1.f, 0.f, true, true}, mm);    // padded, bias input
+      run_gemm_case({3, 7, 33, 130, ta, tb, 1, true, false, 1.f, 0.f, false, true}, mm);     // strideA = 0
+      run_gemm_case({4, 33, 7, 9, ta, tb, 0, false, true, 1.f, 0.f, false, true}, mm);       // strideB = 0
+      run_gemm_case({2, 33, 7, 13, ta, tb, 2, false, true, 0.5f, 0.75f, false, true}, mm);   // alpha, beta
+      run_gemm_case({2, 7, 33, 64, ta, tb, 0, false, false, 1.f, 1.f, false, true}, mm);     // beta = 1
+      run_gemm_case({2, 7, 33, 7, ta, tb, 3, false, true, 0.25f, 0.f, true, true, 1, true}, mm);  // bias after, GELU
+      run_gemm_case({8, 64, 32, 64, ta, tb, 0, false, false, 1.f, 0.f, false, true, 2}, mm);     // outer batch
+      run_gemm_case({2, 9, 11, 8, ta, tb, 1, true, false, 1.f, 0.f, false, true, 3}, mm);        // outer, strideA 0
+      check_bf16_result({1, 64, 48, 200, ta, tb, 0, false, false, 1.f, 0.f, true, true, 1, true}, mm);
+      check_bf16_result({2, 17, 33, 30, ta, tb, 3, false, true, 1.f, 0.f, false, true}, mm);
+      check_bf16_result({2, 7, 33, 7, ta, tb, 1, false, false, 1.f, 0.f, true, true, 3, true}, mm);
+    }
+    // K a multiple of 1024: the widened copy of A gets a padded leading dimension
+    run_gemm_case({1, 5, 3, 1024, false, false, 0, false, false, 1.f, 0.f, false, true}, mm);
+    check_bf16_result({1, 7, 5, 0, false, false, 2, false, false, 1.f, 0.f, true, true, 1, true}, mm);  // K = 0
+  }
+  const GemmLayout l = gemm_layout({1, 64, 48, 200, false, true, 0, false, false, 1.f, 0.f, false, true});
+  const std::vector<uint16_t> a(static_cast<size_t>(l.size_a)), b(static_cast<size_t>(l.size_b));
+  std::vector<uint16_t> c(static_cast<size_t>(l.size_c));
+  GemmArgs g = l.g;
+  g.inputs = GemmInputs::BF16, g.A = a.data(), g.B = b.data(), g.C16 = c.data();
+  CHECK(widened.widens_bf16(g));
+  CHECK(!direct.widens_bf16(g));
+  CHECK_MESSAGE(widened.implementation(g).find("widened") != std::string::npos, widened.implementation(g));
+  if (direct_runs) CHECK(direct.implementation(g).find("widened") == std::string::npos);
+  g.inputs = GemmInputs::F32;
+  CHECK(!widened.widens_bf16(g));
 }
 
 TEST_CASE("gemm: primitives are cached, bad arguments throw") {

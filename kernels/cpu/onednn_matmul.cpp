@@ -84,11 +84,67 @@ int64_t padded_ld(int64_t cols) {
   return ld;
 }
 
+// One operand of a gemm as its rows: `outer` x `batch` matrices of (rows, cols) stored at ld, stride, outer_stride
+struct OperandRows {
+  int64_t outer, outer_stride, batch, stride, rows, cols, ld;
+};
+
+// A's or B's rows as g reads them (stored transposed with `trans`); operands broadcast across a batch are read once
+OperandRows operand_rows(const GemmArgs& g, int64_t outer_stride, int64_t stride, int64_t rows, int64_t cols, bool trans,
+                         int64_t ld) {
+  return {g.outer > 1 && outer_stride != 0 ? g.outer : 1, outer_stride, operand_batch(g, stride), stride,
+          trans ? cols : rows, trans ? rows : cols, ld};
+}
+
+// The leading dimension of a dense f32 copy of rows of `cols`: one line more where a multiple of 4 KB would put every
+// row in the same cache sets
+int64_t dense_ld(int64_t cols) { return multiple_of_4k(cols) ? cols + 16 : cols; }
+
+// g's operand `r` as a dense f32 copy: its leading dimension, batch and outer strides in `p`, and its size in floats
+int64_t dense_layout(const OperandRows& r, int64_t& ld, int64_t& stride, int64_t& outer_stride) {
+  ld = dense_ld(r.cols);
+  const int64_t matrix = r.rows * ld;
+  stride = r.batch > 1 ? matrix : 0;
+  outer_stride = r.outer > 1 ? r.batch * matrix : 0;
+  return r.outer * r.batch * matrix;
+}
+
+// The bf16 rows `r` at `src` widened into dense f32 rows at `dst` (leading dimension ld_out; the slack past a row's
+// columns zeroed)
+void widen_rows(const OperandRows& r, const uint16_t* src, float* dst, int64_t ld_out) {
+  cpu::parallel_for(r.outer * r.batch * r.rows, r.cols, [&](int64_t r0, int64_t r1) {
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t m = row / r.rows;  // which matrix
+      const uint16_t* s = src + m / r.batch * r.outer_stride + m % r.batch * r.stride + row % r.rows * r.ld;
+      float* d = dst + row * ld_out;
+      for (int64_t j = 0; j < r.cols; ++j) d[j] = math::from_bf16(s[j]);
+      std::fill(d + r.cols, d + ld_out, 0.f);
+    }
+  });
+}
+
+// g as an f32 gemm on dense copies of its operands, with a dense f32 result in place of a bf16 one (pointers to fill)
+GemmArgs widened_layout(const GemmArgs& g) {
+  GemmArgs p = g;
+  p.inputs = GemmInputs::F32;
+  dense_layout(operand_rows(g, g.outerA, g.strideA, g.M, g.K, g.transA, g.lda), p.lda, p.strideA, p.outerA);
+  dense_layout(operand_rows(g, g.outerB, g.strideB, g.K, g.N, g.transB, g.ldb), p.ldb, p.strideB, p.outerB);
+  if (g.C16) {
+    p.C16 = nullptr;
+    p.ldc = dense_ld(g.N);
+    p.strideC = g.M * p.ldc;
+    p.outerC = g.batch * p.strideC;
+  }
+  return p;
+}
+
 }  // namespace
 
-OneDnnMatmul::OneDnnMatmul(CpuAllocator& scratch, std::optional<bool> pad_4k_strides)
+OneDnnMatmul::OneDnnMatmul(CpuAllocator& scratch, std::optional<bool> pad_4k_strides, std::optional<bool> widen_bf16)
     : scratch_(scratch),
       pad_4k_strides_(pad_4k_strides.value_or(lacks_bad_ld_rule(dnnl::get_effective_cpu_isa()))),
+      widen_bf16_(widen_bf16.value_or(bf16_support_for(dnnl::get_effective_cpu_isa(), nullptr) !=
+                                      Backend::Bf16::Native)),
       engine_(dnnl::engine::kind::cpu, 0),
       stream_(engine_) {}
 
@@ -163,6 +219,7 @@ void OneDnnMatmul::run(const GemmArgs& g) {
   check_gemm(g);
   if (g.outer == 0 || g.batch == 0 || g.M == 0 || g.N == 0) return;
   if (g.K == 0) return gemm_empty_k(g);
+  if (widens_bf16(g)) return run_widened(g);
   if (const int padded = padded_operands(g)) return run_padded(g, padded);
   const Entry& e = entry(g);
 
@@ -207,28 +264,57 @@ void OneDnnMatmul::run_padded(const GemmArgs& g, int padded) {
   run(p);
 }
 
+void OneDnnMatmul::run_widened(const GemmArgs& g) {
+  GemmArgs p = widened_layout(g);
+  const auto widen = [&](const void* src, const OperandRows& r, int64_t ld_out) {
+    ScratchBlock block = scratch_block(static_cast<size_t>(r.outer * r.batch * r.rows * ld_out) * sizeof(float));
+    widen_rows(r, static_cast<const uint16_t*>(src), static_cast<float*>(block.get()), ld_out);
+    return block;
+  };
+  const ScratchBlock a = widen(g.A, operand_rows(g, g.outerA, g.strideA, g.M, g.K, g.transA, g.lda), p.lda);
+  const ScratchBlock b = widen(g.B, operand_rows(g, g.outerB, g.strideB, g.K, g.N, g.transB, g.ldb), p.ldb);
+  p.A = a.get();
+  p.B = b.get();
+  ScratchBlock c;
+  if (g.C16) {
+    c = scratch_block(static_cast<size_t>(g.outer * p.outerC) * sizeof(float));
+    p.C = static_cast<float*>(c.get());
+  }
+  run(p);
+  if (!g.C16) return;
+  cpu::parallel_for(g.outer * g.batch * g.M, g.N, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t m = r / g.M;  // which matrix
+      const float* s = p.C + r * p.ldc;
+      uint16_t* d = g.C16 + m / g.batch * g.outerC + m % g.batch * g.strideC + r % g.M * g.ldc;
+      for (int64_t j = 0; j < g.N; ++j) d[j] = math::to_bf16(s[j]);
+    }
+  });
+}
+
 std::string OneDnnMatmul::implementation(const GemmArgs& g) {
   check_gemm(g);
   if (g.outer == 0 || g.batch == 0 || g.M == 0 || g.N == 0 || g.K == 0) return "none";
+  if (widens_bf16(g)) return entry(widened_layout(g)).implementation + " (bf16 widened to f32)";
   return entry(g).implementation;
 }
 
 Backend::Bf16 OneDnnMatmul::bf16_support_for(dnnl::cpu_isa isa, std::string* why) {
   using dnnl::cpu_isa;
-  const char* name = "an instruction set without AVX-512";
+  const char* name = "one this build does not name";
   Backend::Bf16 support = Backend::Bf16::None;
   switch (isa) {
     case cpu_isa::avx512_core_amx: name = "avx512_core_amx"; support = Backend::Bf16::Native; break;
     case cpu_isa::avx512_core_bf16: name = "avx512_core_bf16"; support = Backend::Bf16::Native; break;
-    // oneDNN computes bf16 on plain AVX-512 by converting in registers: right, but slower than its f32 kernels
-    case cpu_isa::avx512_core_vnni: name = "avx512_core_vnni"; support = Backend::Bf16::Emulated; break;
-    case cpu_isa::avx512_core: name = "avx512_core"; support = Backend::Bf16::Emulated; break;
+    case cpu_isa::avx512_core_vnni: name = "avx512_core_vnni"; break;
+    case cpu_isa::avx512_core: name = "avx512_core"; break;
     case cpu_isa::avx2_vnni: name = "avx2_vnni"; break;
     case cpu_isa::avx2: name = "avx2"; break;
     case cpu_isa::avx: name = "avx"; break;
     case cpu_isa::sse41: name = "sse41"; break;
     default: break;
   }
+  if (support != Backend::Bf16::Native) support = Backend::Bf16::Emulated;  // widens_bf16
   if (why) *why = std::string("oneDNN's instruction set on this CPU is ") + name;
   return support;
 }

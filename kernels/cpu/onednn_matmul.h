@@ -1,6 +1,7 @@
 // GEMM through oneDNN matmul. Strides, transposes, leading dimensions and batch broadcasts are all expressed in the
 // memory descriptors, so an operand is copied only where its leading dimension would slow oneDNN down (see
-// padded_operands); primitives are built once per distinct problem and cached.
+// padded_operands) or where a CPU without bf16 instructions multiplies bf16 operands (see widens_bf16); primitives are
+// built once per distinct problem and cached.
 #pragma once
 
 #include <array>
@@ -11,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -23,7 +25,10 @@ class OneDnnMatmul {
  public:
   // Scratchpads (user-managed, so concurrent calls never share one) come from `scratch`. pad_4k_strides: whether
   // padded_operands may copy; by default where oneDNN's gemm does not do it itself (CPUs without AVX-512).
-  explicit OneDnnMatmul(CpuAllocator& scratch, std::optional<bool> pad_4k_strides = std::nullopt);
+  // widen_bf16: whether bf16 products run as f32 gemms on widened copies; by default where the CPU has no bf16
+  // instructions.
+  explicit OneDnnMatmul(CpuAllocator& scratch, std::optional<bool> pad_4k_strides = std::nullopt,
+                        std::optional<bool> widen_bf16 = std::nullopt);
 
   // C = alpha op(A) op(B) + beta C (+ bias), as GemmArgs documents. Throws hr::Error on inconsistent arguments.
   void run(const GemmArgs& g);
@@ -37,8 +42,14 @@ class OneDnnMatmul {
   // AMD EPYC Zen 2: `headroom bench CONFIG --gemm-strides`, docs/performance.md); its AVX-512 kernels copy such
   // operands themselves.
   int padded_operands(const GemmArgs& g) const;
-  // How oneDNN runs bf16 matmuls at instruction set `isa` (dnnl::get_effective_cpu_isa(): the CPU's flags, lowered by
-  // DNNL_MAX_CPU_ISA): AMX or AVX512-BF16 natively, plain AVX-512 emulated, anything older not at all.
+  // Whether `run` multiplies g's bf16 operands as f32: it widens them (exactly: a bf16 is the top half of an f32) into
+  // dense f32 copies, runs oneDNN's f32 gemm, and rounds a bf16 result after the epilogue. The arithmetic of a native
+  // bf16 gemm (products of bf16 values, exact in f32, summed in f32) in another summation order, at f32's speed plus
+  // a pass over the operands: oneDNN's own bf16 matmul without bf16 instructions converts in its inner loop and runs
+  // at a fifth of its f32 rate on AVX-512 (gemm:jit, docs/performance.md) and not at all on AVX2.
+  bool widens_bf16(const GemmArgs& g) const { return widen_bf16_ && g.inputs == GemmInputs::BF16; }
+  // How bf16 matmuls run at instruction set `isa` (dnnl::get_effective_cpu_isa(): the CPU's flags, lowered by
+  // DNNL_MAX_CPU_ISA): natively with AMX or AVX512-BF16, emulated (widens_bf16) on anything else.
   static Backend::Bf16 bf16_support_for(dnnl::cpu_isa isa, std::string* why);
 
  private:
@@ -65,10 +76,14 @@ class OneDnnMatmul {
   const Entry& entry(const GemmArgs& g);
   // run(g) with the operands padded_operands(g) names (`padded`) copied to a padded leading dimension
   void run_padded(const GemmArgs& g, int padded);
+  // run(g) as an f32 gemm on widened copies of its bf16 operands (widens_bf16); `keep` holds the copies
+  GemmArgs widened(const GemmArgs& g, std::vector<ScratchBlock>& keep);
+  void run_widened(const GemmArgs& g);
   Entry create(const GemmArgs& g) const;
 
   CpuAllocator& scratch_;
   bool pad_4k_strides_;
+  bool widen_bf16_;
   dnnl::engine engine_;
   dnnl::stream stream_;
   mutable std::mutex mutex_;
