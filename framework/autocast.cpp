@@ -85,8 +85,8 @@ std::string check_precision(Device d, Precision p, const std::string& where) {
     case Backend::Bf16::Native: return "";
     case Backend::Bf16::Emulated:
       return "warning: " + where + ": bf16 runs emulated on this " + device_name(d) + " (" + why +
-             ", without bf16 instructions): its products are bf16's, widened to f32 for f32 kernels, so it saves "
-             "memory but runs no faster than f32 here";
+             ", without bf16 instructions): its products are bf16's, widened to f32 for f32 kernels, and it runs "
+             "no faster than f32 here";
     case Backend::Bf16::None: break;
   }
   throw ConfigError(where + ": bf16 cannot run on this " + device_name(d) + " (" + why +
