@@ -419,14 +419,6 @@ TEST_CASE("autocast: attention_weights writes the bf16 copy head_context multipl
 
 // ---------------------------------------------------------------- whole runs (the headroom binary)
 
-namespace {
-
-std::string tiny_bench(const TempDir& d) {
-  return "bench " + quote(setup(d)) + " --steps 2 --warmup 0 --batch 4 --vocab 60 --classes 3";
-}
-
-}  // namespace
-
 TEST_CASE("a tiny run trains in bf16 to the loss of f32; its checkpoint resumes in f32 and evaluates in both" *
           doctest::skip(!bf16_runs())) {
   TempDir d;
