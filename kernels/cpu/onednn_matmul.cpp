@@ -95,18 +95,19 @@ OperandRows operand_rows(const GemmArgs& g, int64_t outer_stride, int64_t stride
   return {g.outer > 1 && outer_stride != 0 ? g.outer : 1, outer_stride, operand_batch(g, stride), stride,
           trans ? cols : rows, trans ? rows : cols, ld};
 }
+OperandRows rows_of_a(const GemmArgs& g) { return operand_rows(g, g.outerA, g.strideA, g.M, g.K, g.transA, g.lda); }
+OperandRows rows_of_b(const GemmArgs& g) { return operand_rows(g, g.outerB, g.strideB, g.K, g.N, g.transB, g.ldb); }
 
 // The leading dimension of a dense f32 copy of rows of `cols`: one line more where a multiple of 4 KB would put every
 // row in the same cache sets
 int64_t dense_ld(int64_t cols) { return multiple_of_4k(cols) ? cols + 16 : cols; }
 
-// g's operand `r` as a dense f32 copy: its leading dimension, batch and outer strides in `p`, and its size in floats
-int64_t dense_layout(const OperandRows& r, int64_t& ld, int64_t& stride, int64_t& outer_stride) {
+// The leading dimension, batch and outer strides of operand `r` as a dense f32 copy
+void dense_layout(const OperandRows& r, int64_t& ld, int64_t& stride, int64_t& outer_stride) {
   ld = dense_ld(r.cols);
   const int64_t matrix = r.rows * ld;
   stride = r.batch > 1 ? matrix : 0;
   outer_stride = r.outer > 1 ? r.batch * matrix : 0;
-  return r.outer * r.batch * matrix;
 }
 
 // The bf16 rows `r` at `src` widened into dense f32 rows at `dst` (leading dimension ld_out; the slack past a row's
@@ -127,8 +128,8 @@ void widen_rows(const OperandRows& r, const uint16_t* src, float* dst, int64_t l
 GemmArgs widened_layout(const GemmArgs& g) {
   GemmArgs p = g;
   p.inputs = GemmInputs::F32;
-  dense_layout(operand_rows(g, g.outerA, g.strideA, g.M, g.K, g.transA, g.lda), p.lda, p.strideA, p.outerA);
-  dense_layout(operand_rows(g, g.outerB, g.strideB, g.K, g.N, g.transB, g.ldb), p.ldb, p.strideB, p.outerB);
+  dense_layout(rows_of_a(g), p.lda, p.strideA, p.outerA);
+  dense_layout(rows_of_b(g), p.ldb, p.strideB, p.outerB);
   if (g.C16) {
     p.C16 = nullptr;
     p.ldc = dense_ld(g.N);
@@ -271,8 +272,8 @@ void OneDnnMatmul::run_widened(const GemmArgs& g) {
     widen_rows(r, static_cast<const uint16_t*>(src), static_cast<float*>(block.get()), ld_out);
     return block;
   };
-  const ScratchBlock a = widen(g.A, operand_rows(g, g.outerA, g.strideA, g.M, g.K, g.transA, g.lda), p.lda);
-  const ScratchBlock b = widen(g.B, operand_rows(g, g.outerB, g.strideB, g.K, g.N, g.transB, g.ldb), p.ldb);
+  const ScratchBlock a = widen(g.A, rows_of_a(g), p.lda);
+  const ScratchBlock b = widen(g.B, rows_of_b(g), p.ldb);
   p.A = a.get();
   p.B = b.get();
   ScratchBlock c;
@@ -302,7 +303,7 @@ std::string OneDnnMatmul::implementation(const GemmArgs& g) {
 Backend::Bf16 OneDnnMatmul::bf16_support_for(dnnl::cpu_isa isa, std::string* why) {
   using dnnl::cpu_isa;
   const char* name = "one this build does not name";
-  Backend::Bf16 support = Backend::Bf16::None;
+  Backend::Bf16 support = Backend::Bf16::Emulated;  // without bf16 instructions: widens_bf16
   switch (isa) {
     case cpu_isa::avx512_core_amx: name = "avx512_core_amx"; support = Backend::Bf16::Native; break;
     case cpu_isa::avx512_core_bf16: name = "avx512_core_bf16"; support = Backend::Bf16::Native; break;
@@ -314,7 +315,6 @@ Backend::Bf16 OneDnnMatmul::bf16_support_for(dnnl::cpu_isa isa, std::string* why
     case cpu_isa::sse41: name = "sse41"; break;
     default: break;
   }
-  if (support != Backend::Bf16::Native) support = Backend::Bf16::Emulated;  // widens_bf16
   if (why) *why = std::string("oneDNN's instruction set on this CPU is ") + name;
   return support;
 }

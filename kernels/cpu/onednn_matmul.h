@@ -12,7 +12,6 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
-#include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -76,8 +75,7 @@ class OneDnnMatmul {
   const Entry& entry(const GemmArgs& g);
   // run(g) with the operands padded_operands(g) names (`padded`) copied to a padded leading dimension
   void run_padded(const GemmArgs& g, int padded);
-  // run(g) as an f32 gemm on widened copies of its bf16 operands (widens_bf16); `keep` holds the copies
-  GemmArgs widened(const GemmArgs& g, std::vector<ScratchBlock>& keep);
+  // run(g) as an f32 gemm on widened copies of its bf16 operands (widens_bf16)
   void run_widened(const GemmArgs& g);
   Entry create(const GemmArgs& g) const;
 
