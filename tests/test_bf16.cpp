@@ -27,7 +27,6 @@ using namespace hr::testing;
 
 namespace {
 
-bool bf16_runs() { return backend(Device::CPU).bf16_support(nullptr) != Backend::Bf16::None; }
 
 std::vector<float> random_values(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -125,8 +124,7 @@ TEST_CASE("autocast: a weight is rounded once per scope, other tensors every tim
   CHECK_FALSE(autocast::bf16());
 }
 
-TEST_CASE("autocast: AutocastOff runs ops in f32 inside a bf16 scope; mix_heads multiplies in f32 under bf16" *
-          doctest::skip(!bf16_runs())) {
+TEST_CASE("autocast: AutocastOff runs ops in f32 inside a bf16 scope; mix_heads multiplies in f32 under bf16") {
   const std::vector<float> xv = random_values(2 * 3 * 4 * 5, 3), mv = random_values(3 * 2, 4);
   const std::vector<float> wv = random_values(80, 5);
   const Tensor w = Tensor::from_vector(wv, {2, 2, 4, 5});
@@ -193,8 +191,7 @@ TEST_CASE("autocast: copies kept beyond a scope are used while current, and made
   CHECK(autocast::weight_conversions() == before + 2);
 }
 
-TEST_CASE("autocast: without gradients linear and linear_gelu can write their result in bf16, the f32 one rounded" *
-          doctest::skip(!bf16_runs())) {
+TEST_CASE("autocast: without gradients linear and linear_gelu can write their result in bf16, the f32 one rounded") {
   const Tensor x = Tensor::from_vector(random_values(5 * 3 * 16, 11), {5, 3, 16});
   Tensor w = Tensor::from_vector(random_values(24 * 16, 12), {24, 16}).set_requires_grad();
   Tensor b = Tensor::from_vector(random_values(24, 13), {24}).set_requires_grad();
@@ -227,15 +224,13 @@ TEST_CASE("autocast: bf16_for_product changes nothing with gradients or outside 
     CHECK(linear_gelu(x, w, b, true).dtype() == DType::F32);  // no scope
     CHECK(linear(x, w, b, true).dtype() == DType::F32);
   }
-  if (!bf16_runs()) return;
   const AutocastScope scope(Precision::BF16, {w});
   CHECK(linear_gelu(x, w, b, true).dtype() == DType::F32);  // recorded: what reads it sends its gradient to it
   CHECK(linear(x, w, b, true).dtype() == DType::F32);
   Tape::current().clear();
 }
 
-TEST_CASE("autocast: linear and matmul multiply rounded operands, forward and backward; f32 outside a scope" *
-          doctest::skip(!bf16_runs())) {
+TEST_CASE("autocast: linear and matmul multiply rounded operands, forward and backward; f32 outside a scope") {
   const int64_t rows = 5, in = 70, out = 3;
   const std::vector<float> xv = random_values(rows * in, 3), wv = random_values(out * in, 4), bv = random_values(out, 5);
   const std::vector<float> rv = random_values(rows * out, 6);  // the gradient that reaches y
@@ -291,8 +286,7 @@ TEST_CASE("autocast: linear and matmul multiply rounded operands, forward and ba
   }
 }
 
-TEST_CASE("autocast: an activation rounded once feeds two linears; the tape keeps its bf16 copy, not its f32 values" *
-          doctest::skip(!bf16_runs())) {
+TEST_CASE("autocast: an activation rounded once feeds two linears; the tape keeps its bf16 copy, not its f32 values") {
   const int64_t rows = 64, in = 64, out = 32;  // every buffer a power-of-two size: its own allocator size class
   const std::vector<float> xv = random_values(rows * in, 11), w1v = random_values(out * in, 12),
                            w2v = random_values(out * in, 13), rv = random_values(rows * out, 14);
@@ -330,8 +324,7 @@ TEST_CASE("autocast: an activation rounded once feeds two linears; the tape keep
   check_close(w2.grad().to_vector(), rounded_product(rv, x2v, out, in, rows, true, false), "dw2");
 }
 
-TEST_CASE("autocast: head_scores and head_context multiply rounded operands in place, forward and backward" *
-          doctest::skip(!bf16_runs())) {
+TEST_CASE("autocast: head_scores and head_context multiply rounded operands in place, forward and backward") {
   // per head h of sequence b: scores = q_h k_h^T, context_h = p_h v_h, each from the bf16-rounded values
   const int64_t B = 2, H = 3, Dh = 40, T = 5;
   const std::vector<float> qv = random_values(B * T * H * Dh, 11), kv = random_values(B * T * H * Dh, 12),
@@ -375,8 +368,7 @@ TEST_CASE("autocast: head_scores and head_context multiply rounded operands in p
     }
 }
 
-TEST_CASE("autocast: attention_weights writes the bf16 copy head_context multiplies; gradients as the ops it fuses" *
-          doctest::skip(!bf16_runs())) {
+TEST_CASE("autocast: attention_weights writes the bf16 copy head_context multiplies; gradients as the ops it fuses") {
   const int64_t B = 2, H = 2, T = 6, Dh = 3;
   const std::vector<float> xv = random_values(B * H * T * T, 21), vv = random_values(B * T * H * Dh, 22),
                            gc = random_values(B * T * H * Dh, 23);
@@ -419,8 +411,7 @@ TEST_CASE("autocast: attention_weights writes the bf16 copy head_context multipl
 
 // ---------------------------------------------------------------- whole runs (the headroom binary)
 
-TEST_CASE("a tiny run trains in bf16 to the loss of f32; its checkpoint resumes in f32 and evaluates in both" *
-          doctest::skip(!bf16_runs())) {
+TEST_CASE("a tiny run trains in bf16 to the loss of f32; its checkpoint resumes in f32 and evaluates in both") {
   TempDir d;
   const std::string cfg = setup(d), steps = " --set train.lr=0.01 --set train.max_steps=60";
   const Result f32 = headroom("train " + quote(cfg) + steps + " --out " + quote(d / "f32"));

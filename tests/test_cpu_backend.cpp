@@ -64,8 +64,6 @@ Backend& be() { return cpu_backend(); }
 
 // ---------------------------------------------------------------- gemm
 
-bool bf16_runs() { return cpu_backend().bf16_support(nullptr) != Backend::Bf16::None; }
-
 std::vector<uint16_t> rounded(const Vec& v) {
   std::vector<uint16_t> r(v.size());
   be().to_bf16(v.data(), r.data(), static_cast<int64_t>(v.size()));
@@ -221,7 +219,7 @@ TEST_CASE("gemm: the GELU epilogue after bias, beta and alpha, in the primitive 
     run_gemm_case({2, 7, 33, 7, ta, tb, 1, false, false, 0.25f, 0.f, true, false, 3, true});    // outer batch
   }
   run_gemm_case({1, 7, 5, 0, false, false, 0, false, false, 2.f, 0.f, true, false, 1, true});   // K = 0
-  if (bf16_runs()) run_gemm_case({1, 64, 48, 200, false, true, 0, false, false, 1.f, 0.f, true, true, 1, true});
+  run_gemm_case({1, 64, 48, 200, false, true, 0, false, false, 1.f, 0.f, true, true, 1, true});
 }
 
 TEST_CASE("gemm: an outer batch over matrices that lie side by side (attention heads in place)") {
@@ -231,12 +229,11 @@ TEST_CASE("gemm: an outer batch over matrices that lie side by side (attention h
     run_gemm_case({3, 7, 5, 13, ta, tb, 2, false, false, 0.5f, 1.f, false, false, 2});  // padded, alpha, beta
     run_gemm_case({2, 7, 33, 7, ta, tb, 1, false, false, 0.25f, 0.f, true, false, 3});  // bias added after alpha
     run_gemm_case({2, 5, 6, 0, ta, tb, 0, false, false, 1.f, 0.5f, false, false, 2});   // K = 0
-    if (bf16_runs()) run_gemm_case({8, 64, 32, 64, ta, tb, 0, false, false, 1.f, 0.f, false, true, 2});
+    run_gemm_case({8, 64, 32, 64, ta, tb, 0, false, false, 1.f, 0.f, false, true, 2});
   }
 }
 
-TEST_CASE("bf16 gemm: the product of the rounded inputs with f32 accumulation, within 2^-7 sum |a b| of f32" *
-          doctest::skip(!bf16_runs())) {
+TEST_CASE("bf16 gemm: the product of the rounded inputs with f32 accumulation, within 2^-7 sum |a b| of f32") {
   for (int t = 0; t < 4; ++t) {
     const bool ta = (t & 1) != 0, tb = (t & 2) != 0;
     run_gemm_case({1, 64, 48, 200, ta, tb, 0, false, false, 1.f, 0.f, false, true});
@@ -280,7 +277,7 @@ void check_bf16_result(const GemmCase& c, OneDnnMatmul* mm = nullptr) {
   }
 }
 
-TEST_CASE("gemm: a bf16 result is the f32 result rounded, after bias and GELU" * doctest::skip(!bf16_runs())) {
+TEST_CASE("gemm: a bf16 result is the f32 result rounded, after bias and GELU") {
   for (int t = 0; t < 4; ++t) {
     const bool ta = (t & 1) != 0, tb = (t & 2) != 0;
     check_bf16_result({1, 64, 48, 200, ta, tb, 0, false, false, 1.f, 0.f, true, true, 1, true});  // linear + GELU

@@ -754,8 +754,7 @@ model:
   CHECK(accuracy(*model, held, held_labels) >= 0.90);
 }
 
-TEST_CASE("what a training forward pass keeps for backward: bf16 keeps its copies, not the f32 activations besides" *
-          doctest::skip(backend(Device::CPU).bf16_support(nullptr) == Backend::Bf16::None)) {
+TEST_CASE("what a training forward pass keeps for backward: bf16 keeps its copies, not the f32 activations besides") {
   // the tape's memory between forward and backward (docs/DESIGN.md, "What the tape keeps"), f32 against bf16
   manual_seed(5);
   auto model = model_from_yaml(R"(
@@ -831,8 +830,7 @@ TEST_CASE("attention's three paths train alike: the fused kernel, attention_weig
   // a plain layer takes the fused kernel (fused_attention); UnfusedAttention sends it through attention_weights (the
   // weights as a tensor, softmax and dropout in one pass); asking for the attention maps takes softmax then dropout
   // (the maps are the weights before dropout). The last two compute the same values; the kernel sums in blocks.
-  std::vector<Precision> precisions{Precision::F32};
-  if (backend(Device::CPU).bf16_support(nullptr) != Backend::Bf16::None) precisions.push_back(Precision::BF16);
+  const std::vector<Precision> precisions{Precision::F32, Precision::BF16};
   manual_seed(6);
   auto model = model_from_yaml(R"(
 model:
@@ -935,8 +933,7 @@ PrecisionGap bf16_gap(const std::string& yaml) {
 
 }  // namespace
 
-TEST_CASE("every attention option trains under bf16: loss and gradients those of f32 to bf16's precision" *
-          doctest::skip(backend(Device::CPU).bf16_support(nullptr) == Backend::Bf16::None)) {
+TEST_CASE("every attention option trains under bf16: loss and gradients those of f32 to bf16's precision") {
   // talking heads and cross-layer logits (mix_heads, in f32 under bf16), L0 gates, a permutation and a learned map
   // across a head-count change, post-norm, dropout on: the paths test_bf16.cpp's plain model does not take.
   // Measured on an AMD EPYC (Zen 4): loss 3.4e-3, gradients 0.041 as a whole and at worst 0.19 for one tensor (the
@@ -972,8 +969,7 @@ model:
   CHECK(g.worst_tensor <= 0.5);
 }
 
-TEST_CASE("bf16 inference: q, k, v and the FFN's hidden layer straight from their gemms in bf16, as recorded" *
-          doctest::skip(backend(Device::CPU).bf16_support(nullptr) == Backend::Bf16::None)) {
+TEST_CASE("bf16 inference: q, k, v and the FFN's hidden layer straight from their gemms in bf16, as recorded") {
   // without gradients the gemms write bf16 (linear's bf16_for_product); recorded, they write f32 that the products
   // round: the same values but for GELU, an epilogue of the gemm in one and its own loop in the other (~1e-7 apart,
   // which the rounding can turn into a bf16 step), so the logits must agree to bf16's precision (here they are
